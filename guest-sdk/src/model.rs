@@ -1,0 +1,161 @@
+//! The domain model: Kafka's `GroupSpec`, `TopologyDescriber` and `GroupAssignment` as plain Rust.
+//!
+//! Subtopologies are referred to by their index in [`Topology::subtopologies`] (a [`TaskId`] is
+//! two integers), so sets of tasks are cheap to build, compare and move across the sandbox
+//! boundary; [`Topology::subtopology_id`] gives the Kafka id back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A task: one partition of one subtopology (Kafka's `TaskId`).
+///
+/// Orders by subtopology, then partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId {
+    /// Index of the subtopology in [`Topology::subtopologies`].
+    pub subtopology: u32,
+    /// The partition, below the subtopology's `max_num_input_partitions`.
+    pub partition: u32,
+}
+
+impl TaskId {
+    /// The task for `partition` of the subtopology at index `subtopology`.
+    pub const fn new(subtopology: u32, partition: u32) -> Self {
+        Self {
+            subtopology,
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TaskId {
+    /// Kafka's `subtopology_partition` notation, with the subtopology index.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", self.subtopology, self.partition)
+    }
+}
+
+/// The group's topology (Kafka's `TopologyDescriber`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    /// The subtopologies; a [`TaskId`] names one by index.
+    pub subtopologies: Vec<Subtopology>,
+    /// Rack names referred to by [`SourceTopic::partition_racks`].
+    pub racks: Vec<String>,
+}
+
+impl Topology {
+    /// The Kafka id of the subtopology a task belongs to, if the index is in range.
+    pub fn subtopology_id(&self, task: TaskId) -> Option<&str> {
+        self.subtopology(task).map(|s| s.id.as_str())
+    }
+
+    /// The subtopology a task belongs to, if the index is in range.
+    pub fn subtopology(&self, task: TaskId) -> Option<&Subtopology> {
+        self.subtopologies.get(task.subtopology as usize)
+    }
+
+    /// Every task of the topology, in [`TaskId`] order.
+    pub fn tasks(&self) -> impl Iterator<Item = TaskId> + '_ {
+        (0u32..).zip(&self.subtopologies).flat_map(|(index, s)| {
+            (0..s.max_num_input_partitions).map(move |p| TaskId::new(index, p))
+        })
+    }
+
+    /// Whether `task` exists in this topology.
+    pub fn contains(&self, task: TaskId) -> bool {
+        self.subtopology(task)
+            .is_some_and(|s| task.partition < s.max_num_input_partitions)
+    }
+}
+
+/// One subtopology.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subtopology {
+    /// Kafka's subtopology id.
+    pub id: String,
+    /// The number of tasks: the largest partition count among the source topics.
+    pub max_num_input_partitions: u32,
+    /// Whether the subtopology has changelogs, so that its tasks may have standbys.
+    pub is_stateful: bool,
+    /// Source topics with replica racks; empty when the coordinator has no rack information.
+    pub source_topics: Vec<SourceTopic>,
+}
+
+/// A source topic with the racks holding each partition's replicas.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceTopic {
+    /// The topic name.
+    pub name: String,
+    /// Per partition, the indices into [`Topology::racks`] of the racks holding a replica.
+    pub partition_racks: Vec<Vec<u32>>,
+}
+
+/// The input of an assignment (Kafka's `GroupSpec`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupSpec {
+    /// The members, in the coordinator's order; [`GroupAssignment::members`] follows it.
+    pub members: Vec<Member>,
+    /// The resolved assignment configs.
+    pub configs: AssignmentConfigs,
+}
+
+/// One member: its static metadata and its current assignment state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Member {
+    /// The member id.
+    pub member_id: String,
+    /// Static membership `group.instance.id`.
+    pub instance_id: Option<String>,
+    /// The member's rack (`client.rack`).
+    pub rack_id: Option<String>,
+    /// The Streams client (process) the member runs in; members of one process share state.
+    pub process_id: String,
+    /// Client tags, used for rack-aware standby placement.
+    pub client_tags: BTreeMap<String, String>,
+    /// Current target active tasks.
+    pub active_tasks: BTreeSet<TaskId>,
+    /// Current target standby tasks.
+    pub standby_tasks: BTreeSet<TaskId>,
+    /// Current warm-up tasks.
+    pub warmup_tasks: BTreeSet<TaskId>,
+    /// Last reported cumulative offsets of assigned or dormant tasks (local state).
+    pub task_offsets: BTreeMap<TaskId, i64>,
+    /// Last reported end offsets.
+    pub task_end_offsets: BTreeMap<TaskId, i64>,
+}
+
+/// Kafka's `AssignmentConfigs`, resolved from the group override or the broker value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AssignmentConfigs {
+    /// Standby replicas wanted per stateful task.
+    pub num_standby_replicas: u32,
+    /// Client tag keys over which a task's standbys should be spread.
+    pub rack_aware_assignment_tags: Vec<String>,
+}
+
+/// The output of an assignment (Kafka's `GroupAssignment`): `members[i]` is the new assignment
+/// of `GroupSpec::members[i]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupAssignment {
+    /// One entry per member of the input, in the same order.
+    pub members: Vec<MemberAssignment>,
+}
+
+impl GroupAssignment {
+    /// An assignment that gives nothing to each of `group`'s members; fill it in.
+    pub fn empty_for(group: &GroupSpec) -> Self {
+        Self {
+            members: vec![MemberAssignment::default(); group.members.len()],
+        }
+    }
+}
+
+/// One member's new tasks. Warm-ups are not part of it: the coordinator derives them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberAssignment {
+    /// Active tasks.
+    pub active_tasks: BTreeSet<TaskId>,
+    /// Standby tasks (stateful subtopologies only).
+    pub standby_tasks: BTreeSet<TaskId>,
+}

@@ -1,0 +1,126 @@
+//! Build-script helper that compiles workspace guest crates to `wasm32-wasip2` components.
+//!
+//! Used by the runtime's build script (to embed the sample assignors) and by the test crate's
+//! (to build the hostile test guests), so that every component the project runs is built
+//! from source in the same way. It installs the `wasm32-wasip2` target with rustup when it is
+//! missing, so a fresh clone builds with nothing but `cargo`.
+//!
+//! The nested `cargo build` uses its own target directory (`<target>/guests`): the outer build
+//! holds the lock on the normal one.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The guest target.
+pub const TARGET: &str = "wasm32-wasip2";
+
+/// A guest crate to build: its package name and its directory (for change detection).
+#[derive(Debug, Clone)]
+pub struct Guest {
+    /// Cargo package name, e.g. `balanced-assignor`.
+    pub package: String,
+    /// The crate's directory.
+    pub dir: PathBuf,
+}
+
+impl Guest {
+    /// The component file the build produces for this guest.
+    pub fn artifact(&self, target_dir: &Path) -> PathBuf {
+        target_dir
+            .join(TARGET)
+            .join("release")
+            .join(format!("{}.wasm", self.package.replace('-', "_")))
+    }
+}
+
+/// The workspace root: `depth` levels above a crate directory (1 for `runtime/`).
+pub fn workspace_root(manifest_dir: &Path, depth: usize) -> PathBuf {
+    manifest_dir
+        .ancestors()
+        .nth(depth)
+        .expect("crate directories sit inside the workspace")
+        .to_path_buf()
+}
+
+/// Builds `guests` in release mode for [`TARGET`] and returns the target directory holding
+/// them. Emits `rerun-if-changed` for the guests, the SDK and the WIT. Panics with the nested
+/// build's output when it fails: a build script has no better channel.
+pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
+    for guest in guests {
+        println!("cargo:rerun-if-changed={}", guest.dir.display());
+    }
+    for shared in ["guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "Cargo.lock"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(shared).display()
+        );
+    }
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+
+    ensure_target();
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+        .join("guests");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--release", "--target", TARGET, "--target-dir"])
+        .arg(&target_dir);
+    for guest in guests {
+        cmd.args(["-p", &guest.package]);
+    }
+    // The outer build's flags and wrappers (clippy's, coverage's) are for host code.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        cmd.env_remove(var);
+    }
+    // Small components: no DWARF (panic locations and function names survive).
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build the guests: {e}"));
+    if !output.status.success() {
+        panic!(
+            "building the guest components failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    target_dir
+}
+
+/// Installs the guest target with rustup when the toolchain lacks it.
+fn ensure_target() {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if sysroot.is_some_and(|s| s.join("lib/rustlib").join(TARGET).exists()) {
+        return;
+    }
+    println!("cargo:warning=installing the {TARGET} target with rustup");
+    let status = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("`rustup target add {TARGET}` failed ({s}); install the target and retry"),
+        Err(e) => panic!(
+            "the {TARGET} target is missing and rustup could not be run ({e}); install the \
+             target for this toolchain and retry"
+        ),
+    }
+}

@@ -1,0 +1,111 @@
+//! [`Assignor`]: a built-in or a component behind one call that validates and reports usage.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
+
+use crate::component::ComponentAssignor;
+use crate::error::{ErrorKind, TaskAssignorError};
+use crate::usage::Usage;
+use crate::validate;
+
+/// An assignor the runtime can call: native built-in or sandboxed component.
+#[derive(Clone)]
+pub enum Assignor {
+    /// Compiled into the runtime, called natively.
+    BuiltIn(Arc<dyn TaskAssignor>),
+    /// A WebAssembly component, called in a fresh sandbox.
+    Component(Arc<ComponentAssignor>),
+}
+
+impl std::fmt::Debug for Assignor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BuiltIn(a) => f.debug_tuple("BuiltIn").field(&a.name()).finish(),
+            Self::Component(c) => f.debug_tuple("Component").field(c).finish(),
+        }
+    }
+}
+
+impl Assignor {
+    /// The assignor's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::BuiltIn(a) => a.name(),
+            Self::Component(c) => c.name(),
+        }
+    }
+
+    /// Computes and validates an assignment; any failure is a [`TaskAssignorError`].
+    pub fn assign(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        let result = match self {
+            Self::Component(c) => c.assign(group, topology),
+            Self::BuiltIn(a) => assign_native(a.as_ref(), group, topology),
+        };
+        match &result {
+            Ok((_, usage)) => tracing::debug!(
+                assignor = %self.name(),
+                members = group.members.len(),
+                fuel = usage.fuel,
+                wall_time_us = usage.wall_time.as_micros() as u64,
+                "assignment computed"
+            ),
+            Err(e) => tracing::warn!(
+                assignor = %self.name(),
+                members = group.members.len(),
+                kind = %e.kind,
+                message = %e.message,
+                "assignment failed"
+            ),
+        }
+        result
+    }
+}
+
+fn assign_native(
+    assignor: &dyn TaskAssignor,
+    group: &GroupSpec,
+    topology: &Topology,
+) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+    let name = assignor.name();
+    let start = Instant::now();
+    // A panicking built-in is a bug, but it must not take the coordinator down with it.
+    let assignment =
+        match panic::catch_unwind(AssertUnwindSafe(|| assignor.assign(group, topology))) {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                return Err(TaskAssignorError::new(
+                    name,
+                    ErrorKind::GuestError,
+                    e.message(),
+                ));
+            }
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic payload".into());
+                return Err(TaskAssignorError::new(
+                    name,
+                    ErrorKind::Trap,
+                    format!("the built-in assignor panicked: {message}"),
+                ));
+            }
+        };
+    validate::validate(group, topology, &assignment)
+        .map_err(|m| TaskAssignorError::new(name, ErrorKind::InvalidOutput, m))?;
+    Ok((
+        assignment,
+        Usage {
+            wall_time: start.elapsed(),
+            ..Usage::default()
+        },
+    ))
+}

@@ -1,0 +1,279 @@
+//! A loaded assignor component and its sandboxed calls: one fresh `Store` and instance per
+//! call from a cached `InstancePre`, since a trap leaves an instance unusable and no state may
+//! survive from one group's call to the next.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Instant;
+
+use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
+use wasmtime::{Store, Trap};
+
+use crate::boundary::{self, AssignorPre};
+use crate::cache::{self, ContentHash};
+use crate::error::{ErrorKind, TaskAssignorError};
+use crate::runtime::{EPOCH_TICK, Runtime};
+use crate::usage::Usage;
+use crate::validate;
+use crate::wasi::{CallState, Capture};
+
+/// Longest assignor name accepted; names travel in configs and describe responses.
+const MAX_NAME_BYTES: usize = 249;
+
+/// An assignor component, compiled, linked, named and configured: ready to assign.
+pub struct ComponentAssignor {
+    runtime: Runtime,
+    pre: AssignorPre<CallState>,
+    hash: ContentHash,
+    name: String,
+    config: Vec<(String, String)>,
+}
+
+impl fmt::Debug for ComponentAssignor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ComponentAssignor")
+            .field("name", &self.name)
+            .field("sha256", &cache::hex(&self.hash))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A store set up for one call under the runtime's limits, with its captured output.
+struct Sandbox {
+    store: Store<CallState>,
+    capture: Capture,
+    fuel: u64,
+}
+
+impl ComponentAssignor {
+    pub(crate) fn load(
+        runtime: Runtime,
+        pre: AssignorPre<CallState>,
+        hash: ContentHash,
+        origin: &str,
+        config: &BTreeMap<String, String>,
+    ) -> Result<Self, TaskAssignorError> {
+        let mut this = Self {
+            runtime,
+            pre,
+            hash,
+            name: origin.to_owned(),
+            config: config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        };
+        let mut sandbox = this.sandbox();
+        let name = this
+            .instantiate_and(&mut sandbox, |api, store| api.call_name(store))
+            .map_err(|e| this.classify(e, &sandbox, "calling name()"))?;
+        if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_whitespace) {
+            return Err(TaskAssignorError::new(
+                origin,
+                ErrorKind::Load,
+                format!(
+                    "name() returned {name:?}; a name must be 1 to {MAX_NAME_BYTES} bytes \
+                     without whitespace"
+                ),
+            ));
+        }
+        this.name = name;
+        let mut sandbox = this.sandbox();
+        match this.instantiate_and(&mut sandbox, |api, store| {
+            api.call_configure(store, &this.config)
+        }) {
+            Ok(Ok(())) => {}
+            Ok(Err(message)) => {
+                return Err(TaskAssignorError::new(
+                    &this.name,
+                    ErrorKind::Load,
+                    format!("configure rejected the configuration: {message}"),
+                ));
+            }
+            Err(e) => return Err(this.classify(e, &sandbox, "calling configure()")),
+        }
+        tracing::debug!(assignor = %this.name, sha256 = %cache::hex(&this.hash), "loaded assignor component");
+        Ok(this)
+    }
+
+    /// The assignor's `name()`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// SHA-256 of the component's bytes, hex-encoded.
+    pub fn sha256(&self) -> String {
+        cache::hex(&self.hash)
+    }
+
+    /// Runs one assignment in a fresh sandbox and validates the result against the input.
+    pub fn assign(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        let start = Instant::now();
+        let (assignment, mut usage) = self.assign_unvalidated(group, topology)?;
+        validate::validate(group, topology, &assignment).map_err(|m| self.invalid(m))?;
+        usage.wall_time = start.elapsed();
+        Ok((assignment, usage))
+    }
+
+    /// [`ComponentAssignor::assign`] without output validation beyond what the domain model
+    /// needs (member indices, no duplicate entries, output size): for measuring the boundary.
+    #[doc(hidden)]
+    pub fn assign_unvalidated(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        let start = Instant::now();
+        let input = boundary::input(group, topology);
+        let mut sandbox = self.sandbox();
+        let config = &self.config;
+        let result = self.instantiate_and(&mut sandbox, |api, store| {
+            if let Err(message) = api.call_configure(&mut *store, config)? {
+                return Ok(Err(format!(
+                    "configure failed in the call's instance, after succeeding at load \
+                     (is it deterministic?): {message}"
+                )));
+            }
+            Ok(api
+                .call_assign(store, &input.group, &input.topology)?
+                .map_err(|e| e.message))
+        });
+        let output = match result {
+            Ok(Ok(output)) => output,
+            Ok(Err(message)) => {
+                self.log_output(&sandbox);
+                return Err(TaskAssignorError::new(
+                    &self.name,
+                    ErrorKind::GuestError,
+                    message,
+                ));
+            }
+            Err(e) => return Err(self.classify(e, &sandbox, "assigning")),
+        };
+        self.log_output(&sandbox);
+        let limits = &self.runtime.inner.limits;
+        let output_bytes = boundary::output_bytes(&output);
+        if output_bytes > limits.get_max_output_bytes() {
+            return Err(self.invalid(format!(
+                "output too large: {output_bytes} bytes, over the limit of {} bytes",
+                limits.get_max_output_bytes()
+            )));
+        }
+        let assignment = boundary::output(output, group, topology).map_err(|m| self.invalid(m))?;
+        let state = sandbox.store.data();
+        let usage = Usage {
+            fuel: Some(sandbox.fuel - sandbox.store.get_fuel().unwrap_or(0)),
+            peak_memory_bytes: Some(state.peak_memory),
+            wall_time: start.elapsed(),
+            input_bytes: Some(input.bytes),
+            output_bytes: Some(output_bytes),
+        };
+        Ok((assignment, usage))
+    }
+
+    fn invalid(&self, message: String) -> TaskAssignorError {
+        TaskAssignorError::new(&self.name, ErrorKind::InvalidOutput, message)
+    }
+
+    fn sandbox(&self) -> Sandbox {
+        let limits = &self.runtime.inner.limits;
+        let capture = Capture::new(limits.get_max_stderr_bytes());
+        let mut store = Store::new(
+            &self.runtime.inner.engine,
+            CallState::new(limits.get_memory_bytes(), &capture),
+        );
+        store.limiter(|state| state);
+        let fuel = limits.get_fuel().unwrap_or(u64::MAX);
+        store
+            .set_fuel(fuel)
+            .expect("fuel is enabled on the runtime's engine");
+        let ticks = limits
+            .get_timeout()
+            .as_nanos()
+            .div_ceil(EPOCH_TICK.as_nanos());
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1));
+        store.epoch_deadline_trap();
+        Sandbox {
+            store,
+            capture,
+            fuel,
+        }
+    }
+
+    fn instantiate_and<R>(
+        &self,
+        sandbox: &mut Sandbox,
+        call: impl FnOnce(&boundary::TaskAssignorApi, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> wasmtime::Result<R> {
+        let instance = self.pre.instantiate(&mut sandbox.store)?;
+        call(
+            instance.kafka_streams_assignor_task_assignor(),
+            &mut sandbox.store,
+        )
+    }
+
+    fn log_output(&self, sandbox: &Sandbox) {
+        let text = sandbox.capture.text();
+        if !text.is_empty() {
+            tracing::info!(assignor = %self.name, output = %text, "guest output");
+        }
+    }
+
+    /// Turns a failed call into the error kind the limits and trap say, with the guest's
+    /// captured output for context.
+    fn classify(
+        &self,
+        error: wasmtime::Error,
+        sandbox: &Sandbox,
+        doing: &str,
+    ) -> TaskAssignorError {
+        let limits = &self.runtime.inner.limits;
+        let state = sandbox.store.data();
+        let (kind, mut message) = match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => (
+                ErrorKind::OutOfFuel,
+                format!(
+                    "ran out of fuel ({} units) while {doing}; raise the fuel limit or make the \
+                     assignor cheaper",
+                    sandbox.fuel
+                ),
+            ),
+            Some(Trap::Interrupt) => (
+                ErrorKind::Timeout,
+                format!(
+                    "exceeded the wall-clock deadline of {:?} while {doing}",
+                    limits.get_timeout()
+                ),
+            ),
+            Some(Trap::StackOverflow) => (
+                ErrorKind::StackOverflow,
+                format!(
+                    "overflowed the {}-byte wasm stack while {doing} (unbounded recursion?)",
+                    limits.get_wasm_stack_bytes()
+                ),
+            ),
+            _ if state.memory_denied => (
+                ErrorKind::MemoryLimit,
+                format!(
+                    "tried to grow linear memory past the limit of {} bytes while {doing} (peak \
+                     granted: {} bytes)",
+                    limits.get_memory_bytes(),
+                    state.peak_memory
+                ),
+            ),
+            Some(trap) => (ErrorKind::Trap, format!("trapped while {doing}: {trap}")),
+            None => (
+                ErrorKind::Trap,
+                format!("failed while {doing}: {}", error.root_cause()),
+            ),
+        };
+        let output = sandbox.capture.text();
+        if !output.is_empty() {
+            message.push_str("; guest output:\n");
+            message.push_str(output.trim_end());
+        }
+        tracing::warn!(assignor = %self.name, kind = %kind, "assignor call failed");
+        TaskAssignorError::new(&self.name, kind, message)
+    }
+}

@@ -1,0 +1,86 @@
+//! The one error every failed assignment becomes.
+
+use std::fmt;
+
+/// Why an assignment failed (DESIGN §5 error kinds; the wire names are the `Display` form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The call used up its fuel.
+    OutOfFuel,
+    /// The instance tried to grow its memory past the limit.
+    MemoryLimit,
+    /// The guest overflowed the wasm stack.
+    StackOverflow,
+    /// The wall-clock deadline passed.
+    Timeout,
+    /// Any other trap (a panic, `unreachable`, a bad lift); the message carries the guest's
+    /// stderr tail.
+    Trap,
+    /// The assignor returned an error (Kafka's `TaskAssignorException`).
+    GuestError,
+    /// The assignor returned an assignment that breaks a rule; the message says which.
+    InvalidOutput,
+    /// The component could not be loaded: not a component, wrong world or version, forbidden
+    /// import, failing `configure`.
+    Load,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 8] = [
+        Self::OutOfFuel,
+        Self::MemoryLimit,
+        Self::StackOverflow,
+        Self::Timeout,
+        Self::Trap,
+        Self::GuestError,
+        Self::InvalidOutput,
+        Self::Load,
+    ];
+
+    /// The kind's stable wire name, e.g. `out-of-fuel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OutOfFuel => "out-of-fuel",
+            Self::MemoryLimit => "memory-limit",
+            Self::StackOverflow => "stack-overflow",
+            Self::Timeout => "timeout",
+            Self::Trap => "trap",
+            Self::GuestError => "guest-error",
+            Self::InvalidOutput => "invalid-output",
+            Self::Load => "load",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Kafka's `TaskAssignorException`, with the failing assignor and the kind of failure.
+///
+/// Whatever goes wrong in a call (trap, limit, guest error, invalid output) ends here; the
+/// coordinator keeps the group's previous target assignment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("task assignor `{assignor}` failed ({kind}): {message}")]
+pub struct TaskAssignorError {
+    /// The assignor's name, or the file it was loaded from when it has no name yet.
+    pub assignor: String,
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// What went wrong and, where it helps, what to do about it.
+    pub message: String,
+}
+
+impl TaskAssignorError {
+    /// An error of `kind` for `assignor`.
+    pub fn new(assignor: impl Into<String>, kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            assignor: assignor.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+}

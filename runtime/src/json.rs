@@ -1,0 +1,325 @@
+//! The JSON contract (DESIGN §5): the group input `assignor assign` reads and the assignment,
+//! usage and error objects it prints. Input errors name the offending field by path.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use assignor_sdk::{
+    AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskId,
+    Topology,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::TaskAssignorError;
+use crate::limits::Limits;
+use crate::usage::Usage;
+
+/// Subtopology id → partitions, as in Kafka's per-member task maps.
+type TaskMap = BTreeMap<String, Vec<u32>>;
+/// Subtopology id → partition → offset.
+type OffsetMap = BTreeMap<String, BTreeMap<u32, i64>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct InputDoc {
+    topology: TopologyDoc,
+    #[serde(default)]
+    configs: ConfigsDoc,
+    members: Vec<MemberDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TopologyDoc {
+    subtopologies: Vec<SubtopologyDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SubtopologyDoc {
+    id: String,
+    max_num_input_partitions: u32,
+    is_stateful: bool,
+    #[serde(default)]
+    source_topics: Vec<SourceTopicDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SourceTopicDoc {
+    name: String,
+    #[serde(default)]
+    partition_racks: Vec<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ConfigsDoc {
+    #[serde(default)]
+    num_standby_replicas: u32,
+    #[serde(default)]
+    rack_aware_assignment_tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct MemberDoc {
+    member_id: String,
+    process_id: String,
+    #[serde(default)]
+    instance_id: Option<String>,
+    #[serde(default)]
+    rack_id: Option<String>,
+    #[serde(default)]
+    client_tags: BTreeMap<String, String>,
+    #[serde(default)]
+    active_tasks: TaskMap,
+    #[serde(default)]
+    standby_tasks: TaskMap,
+    #[serde(default)]
+    warmup_tasks: TaskMap,
+    #[serde(default)]
+    task_offsets: OffsetMap,
+    #[serde(default)]
+    task_end_offsets: OffsetMap,
+}
+
+/// A bad input document: where (a JSON path such as `members[2].activeTasks["7"]`) and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct InputError {
+    /// Path of the offending field; `.` for the document itself.
+    pub path: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid input at {}: {}", self.path, self.message)
+    }
+}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> InputError {
+    InputError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// Parses and checks a group input document.
+///
+/// Beyond the JSON shape (unknown fields are errors), the document must be consistent: unique
+/// subtopology and member ids, and every task a member reports must exist in the topology.
+pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let doc: InputDoc = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        err(path, e.into_inner().to_string())
+    })?;
+
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut racks: Vec<String> = Vec::new();
+    let mut rack_index: HashMap<String, u32> = HashMap::new();
+    let mut subtopologies = Vec::with_capacity(doc.topology.subtopologies.len());
+    for (i, s) in doc.topology.subtopologies.iter().enumerate() {
+        let path = format!("topology.subtopologies[{i}]");
+        if index.insert(&s.id, i as u32).is_some() {
+            return Err(err(
+                format!("{path}.id"),
+                format!("duplicate subtopology id {:?}", s.id),
+            ));
+        }
+        let mut source_topics = Vec::with_capacity(s.source_topics.len());
+        for (t, topic) in s.source_topics.iter().enumerate() {
+            if topic.partition_racks.len() > s.max_num_input_partitions as usize {
+                return Err(err(
+                    format!("{path}.sourceTopics[{t}].partitionRacks"),
+                    format!(
+                        "{} partitions, more than the subtopology's maxNumInputPartitions {}",
+                        topic.partition_racks.len(),
+                        s.max_num_input_partitions
+                    ),
+                ));
+            }
+            let partition_racks = topic
+                .partition_racks
+                .iter()
+                .map(|names| {
+                    names
+                        .iter()
+                        .map(|name| {
+                            *rack_index.entry(name.clone()).or_insert_with(|| {
+                                racks.push(name.clone());
+                                racks.len() as u32 - 1
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            source_topics.push(SourceTopic {
+                name: topic.name.clone(),
+                partition_racks,
+            });
+        }
+        subtopologies.push(Subtopology {
+            id: s.id.clone(),
+            max_num_input_partitions: s.max_num_input_partitions,
+            is_stateful: s.is_stateful,
+            source_topics,
+        });
+    }
+
+    let task = |path: &str, sid: &str, partition: u32| -> Result<TaskId, InputError> {
+        let Some(&s) = index.get(sid) else {
+            return Err(err(
+                format!("{path}[{sid:?}]"),
+                format!("unknown subtopology {sid:?}"),
+            ));
+        };
+        let max = doc.topology.subtopologies[s as usize].max_num_input_partitions;
+        if partition >= max {
+            return Err(err(
+                format!("{path}[{sid:?}]"),
+                format!(
+                    "partition {partition} out of range: subtopology {sid:?} has {max} partitions"
+                ),
+            ));
+        }
+        Ok(TaskId::new(s, partition))
+    };
+    let tasks = |path: String, map: &TaskMap| -> Result<BTreeSet<TaskId>, InputError> {
+        let mut set = BTreeSet::new();
+        for (sid, partitions) in map {
+            for &p in partitions {
+                set.insert(task(&path, sid, p)?);
+            }
+        }
+        Ok(set)
+    };
+    let offsets = |path: String, map: &OffsetMap| -> Result<BTreeMap<TaskId, i64>, InputError> {
+        let mut out = BTreeMap::new();
+        for (sid, partitions) in map {
+            for (&p, &o) in partitions {
+                out.insert(task(&path, sid, p)?, o);
+            }
+        }
+        Ok(out)
+    };
+
+    let mut seen = HashMap::new();
+    let mut members = Vec::with_capacity(doc.members.len());
+    for (i, m) in doc.members.iter().enumerate() {
+        let path = format!("members[{i}]");
+        if let Some(first) = seen.insert(m.member_id.as_str(), i) {
+            return Err(err(
+                format!("{path}.memberId"),
+                format!(
+                    "duplicate member id {:?} (also members[{first}])",
+                    m.member_id
+                ),
+            ));
+        }
+        members.push(Member {
+            member_id: m.member_id.clone(),
+            instance_id: m.instance_id.clone(),
+            rack_id: m.rack_id.clone(),
+            process_id: m.process_id.clone(),
+            client_tags: m.client_tags.clone(),
+            active_tasks: tasks(format!("{path}.activeTasks"), &m.active_tasks)?,
+            standby_tasks: tasks(format!("{path}.standbyTasks"), &m.standby_tasks)?,
+            warmup_tasks: tasks(format!("{path}.warmupTasks"), &m.warmup_tasks)?,
+            task_offsets: offsets(format!("{path}.taskOffsets"), &m.task_offsets)?,
+            task_end_offsets: offsets(format!("{path}.taskEndOffsets"), &m.task_end_offsets)?,
+        });
+    }
+    Ok((
+        GroupSpec {
+            members,
+            configs: AssignmentConfigs {
+                num_standby_replicas: doc.configs.num_standby_replicas,
+                rack_aware_assignment_tags: doc.configs.rack_aware_assignment_tags,
+            },
+        },
+        Topology {
+            subtopologies,
+            racks,
+        },
+    ))
+}
+
+/// The output document: member id → its new tasks.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AssignmentDoc {
+    /// Every member of the input, even with nothing assigned.
+    pub members: BTreeMap<String, MemberAssignmentDoc>,
+}
+
+/// One member's new tasks: subtopology id → sorted partitions.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberAssignmentDoc {
+    /// Active tasks.
+    pub active_tasks: TaskMap,
+    /// Standby tasks.
+    pub standby_tasks: TaskMap,
+}
+
+/// Renders an assignment of `group` as the output document.
+pub fn assignment_doc(
+    group: &GroupSpec,
+    topology: &Topology,
+    assignment: &GroupAssignment,
+) -> AssignmentDoc {
+    let map = |tasks: &BTreeSet<TaskId>| {
+        let mut out = TaskMap::new();
+        for &t in tasks {
+            let id = topology.subtopology_id(t).unwrap_or("?").to_owned();
+            out.entry(id).or_default().push(t.partition);
+        }
+        out
+    };
+    AssignmentDoc {
+        members: group
+            .members
+            .iter()
+            .zip(&assignment.members)
+            .map(|(m, a)| {
+                (
+                    m.member_id.clone(),
+                    MemberAssignmentDoc {
+                        active_tasks: map(&a.active_tasks),
+                        standby_tasks: map(&a.standby_tasks),
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The usage object of `--json` output: what the call used, with the limits beside it.
+pub fn usage_json(usage: &Usage, limits: &Limits) -> serde_json::Value {
+    serde_json::json!({
+        "fuel": usage.fuel,
+        "peakMemoryBytes": usage.peak_memory_bytes,
+        "wallTimeUs": u64::try_from(usage.wall_time.as_micros()).unwrap_or(u64::MAX),
+        "inputBytes": usage.input_bytes,
+        "outputBytes": usage.output_bytes,
+        "limits": {
+            "fuel": limits.get_fuel(),
+            "memoryBytes": limits.get_memory_bytes(),
+            "timeoutMs": u64::try_from(limits.get_timeout().as_millis()).unwrap_or(u64::MAX),
+            "maxOutputBytes": limits.get_max_output_bytes(),
+        },
+    })
+}
+
+/// The `{"error": {kind, assignor, message}}` object.
+pub fn error_json(error: &TaskAssignorError) -> serde_json::Value {
+    serde_json::json!({
+        "error": {
+            "kind": error.kind.as_str(),
+            "assignor": error.assignor,
+            "message": error.message,
+        }
+    })
+}

@@ -1,0 +1,60 @@
+//! Runs Kafka Streams task assignors (KIP-1357) safely: WebAssembly components in a fresh
+//! sandbox per call, with fuel, memory, stack, wall-clock and output limits, and every result
+//! validated before anyone sees it.
+//!
+//! ```no_run
+//! use std::collections::BTreeMap;
+//! use assignor_runtime::{Limits, Runtime};
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let runtime = Runtime::new(Limits::default())?;
+//! let assignor = runtime.load_file("balanced_assignor.wasm", &BTreeMap::new())?;
+//! let input = std::fs::read_to_string("group.json")?;
+//! let (group, topology) = assignor_runtime::json::parse_input(&input)?;
+//! match assignor.assign(&group, &topology) {
+//!     Ok((assignment, usage)) => println!("{usage:?}"),
+//!     // Keep the previous target assignment; the error names assignor and kind.
+//!     Err(e) => eprintln!("{e}"),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! - `runtime`: [`Runtime`] — the engine, WASI linker, epoch ticker and loading checks.
+//! - `component`: [`ComponentAssignor`] — one fresh store and instance per call, failure
+//!   classification.
+//! - `assignor`: [`Assignor`] — built-in or component behind one validated call.
+//! - `builtin`: the native built-in assignors.
+//! - `boundary`: the generated WIT bindings (private) and domain ⇄ WIT conversion.
+//! - `validate`: the output rules.
+//! - `wasi`: WASI with nothing granted, bounded output capture, the memory limiter.
+//! - `cache`: compiled components by content hash, in memory and on disk.
+//! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
+//! - [`json`]: the JSON input/output contract.
+
+#![deny(missing_docs)]
+
+mod assignor;
+mod boundary;
+mod builtin;
+mod cache;
+mod component;
+mod error;
+pub mod json;
+mod limits;
+mod runtime;
+mod usage;
+mod validate;
+mod wasi;
+
+pub use assignor::Assignor;
+pub use builtin::{BUILTIN_NAMES, builtin};
+pub use component::ComponentAssignor;
+pub use error::{ErrorKind, TaskAssignorError};
+pub use limits::{
+    DEFAULT_FUEL, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits,
+};
+pub use runtime::{EPOCH_TICK, EXPORT_NAME, Runtime};
+pub use usage::Usage;

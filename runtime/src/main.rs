@@ -1,0 +1,287 @@
+//! The `assignor` command: run an assignment through the sandbox (`assign`) or try the embedded
+//! sample (`demo`). See the README for the JSON contract.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use assignor_runtime::{
+    Assignor, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Runtime, Usage,
+    builtin, json,
+};
+use clap::{Args, Parser, Subcommand};
+
+/// The balanced sample assignor, built from `sample-assignors/balanced` by the build script.
+const SAMPLE_COMPONENT: &[u8] = include_bytes!(env!("BALANCED_ASSIGNOR_WASM"));
+/// The example group of the JSON contract.
+const DEMO_GROUP: &str = include_str!("../demo/group.json");
+
+#[derive(Parser)]
+#[command(
+    name = "assignor",
+    version,
+    about = "Sandboxed Kafka Streams task assignors"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compute an assignment: the output JSON on stdout, a usage report on stderr.
+    Assign(AssignArgs),
+    /// Run the embedded sample component on the embedded example group.
+    Demo(LimitArgs),
+}
+
+#[derive(Args)]
+struct AssignArgs {
+    /// A built-in assignor name (e.g. `balanced`) or a component file ending in `.wasm`.
+    #[arg(long)]
+    assignor: String,
+    /// The group input JSON file, `-` for stdin.
+    #[arg(long)]
+    input: PathBuf,
+    /// Print one JSON object on stdout: `{"assignment", "usage"}` or `{"error"}`.
+    #[arg(long)]
+    json: bool,
+    /// Configuration passed to the assignor's `configure`, as KEY=VALUE (repeatable).
+    #[arg(long = "config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    config: Vec<(String, String)>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct LimitArgs {
+    /// Fuel per call.
+    #[arg(long, default_value_t = DEFAULT_FUEL, conflicts_with = "no_fuel")]
+    fuel: u64,
+    /// Disable the fuel limit; the wall-clock deadline still applies.
+    #[arg(long)]
+    no_fuel: bool,
+    /// Linear memory per instance, in MiB.
+    #[arg(long, default_value_t = DEFAULT_MEMORY_BYTES >> 20)]
+    memory_mib: usize,
+    /// Wall-clock deadline per call, in milliseconds.
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
+    timeout_ms: u64,
+    /// Wasm stack, in KiB.
+    #[arg(long, default_value_t = DEFAULT_WASM_STACK_BYTES >> 10)]
+    stack_kib: usize,
+    /// Largest output a guest may return, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output_bytes: usize,
+    /// Guest stdout/stderr kept for error messages, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_STDERR_BYTES)]
+    max_stderr_bytes: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits::default()
+            .fuel((!self.no_fuel).then_some(self.fuel))
+            .memory_bytes(self.memory_mib << 20)
+            .timeout(Duration::from_millis(self.timeout_ms))
+            .wasm_stack_bytes(self.stack_kib << 10)
+            .max_output_bytes(self.max_output_bytes)
+            .max_stderr_bytes(self.max_stderr_bytes)
+    }
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Assign(args) => assign(args),
+        Command::Demo(limits) => demo(limits),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_input(path: &PathBuf) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the input from stdin")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+/// `Ok(code)`: the assignment ran (0) or failed (1); `Err`: bad arguments or input (2).
+fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
+    let text = read_input(&args.input)?;
+    let (group, topology) = json::parse_input(&text)?;
+    let limits = args.limits.limits();
+    let runtime = Runtime::new(limits.clone())?;
+    let config: BTreeMap<String, String> = args.config.into_iter().collect();
+    let assignor = if args.assignor.ends_with(".wasm") {
+        runtime
+            .load_file(&args.assignor, &config)
+            .map(|c| Assignor::Component(c.into()))
+    } else {
+        let Some(mut a) = builtin(&args.assignor) else {
+            anyhow::bail!(
+                "no built-in assignor named {:?} (built-ins: {}); a component file must end in .wasm",
+                args.assignor,
+                assignor_runtime::BUILTIN_NAMES.join(", ")
+            );
+        };
+        let configured = std::sync::Arc::get_mut(&mut a)
+            .expect("a fresh built-in is not shared")
+            .configure(&config);
+        match configured {
+            Ok(()) => Ok(Assignor::BuiltIn(a)),
+            Err(message) => Err(assignor_runtime::TaskAssignorError::new(
+                &args.assignor,
+                assignor_runtime::ErrorKind::Load,
+                format!("configure rejected the configuration: {message}"),
+            )),
+        }
+    };
+    let result = assignor.and_then(|a| a.assign(&group, &topology));
+    let mut stdout = std::io::stdout().lock();
+    match result {
+        Ok((assignment, usage)) => {
+            let doc = json::assignment_doc(&group, &topology, &assignment);
+            if args.json {
+                let out = serde_json::json!({
+                    "assignment": doc,
+                    "usage": json::usage_json(&usage, &limits),
+                });
+                writeln!(stdout, "{out}")?;
+            } else {
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
+            }
+            eprint!("{}", report(&args.assignor, &usage, &limits));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if args.json {
+                writeln!(stdout, "{}", json::error_json(&e))?;
+            }
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn demo(limits: LimitArgs) -> anyhow::Result<ExitCode> {
+    let (group, topology) = json::parse_input(DEMO_GROUP)?;
+    let limits = limits.limits();
+    let runtime = Runtime::new(limits.clone())?;
+    let assignor = runtime.load(SAMPLE_COMPONENT, "balanced_assignor.wasm", &BTreeMap::new())?;
+    println!(
+        "Loaded the sample component `{}` (sha256 {}) and ran the example group ({} members, {} \
+         subtopologies) through the sandbox:\n",
+        assignor.name(),
+        &assignor.sha256()[..12],
+        group.members.len(),
+        topology.subtopologies.len(),
+    );
+    match assignor.assign(&group, &topology) {
+        Ok((assignment, usage)) => {
+            let doc = json::assignment_doc(&group, &topology, &assignment);
+            println!("{}\n", serde_json::to_string_pretty(&doc)?);
+            print!("{}", report(assignor.name(), &usage, &limits));
+            println!(
+                "\nNext: run it yourself with\n  cargo run -p assignor-runtime -- assign \
+                 --assignor balanced --input runtime/demo/group.json\nor see a limit hit with \
+                 `cargo run -p assignor-runtime -- demo --fuel 10000`."
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// A function-runner style report: each figure with its limit beside it, flagged (in yellow
+/// or red on a terminal) when near or over the limit.
+fn report(assignor: &str, usage: &Usage, limits: &Limits) -> String {
+    let color = std::io::stderr().is_terminal();
+    let mut out = format!("{:<12} {assignor}\n", "assignor");
+    let mut row = |label: &str, used: String, limit: Option<(String, f64)>| {
+        let (text, ratio) = match limit {
+            Some((limit, ratio)) => (format!("{used} / {limit}  ({:.1}%)", ratio * 100.0), ratio),
+            None => (used, 0.0),
+        };
+        let (flag, paint) = match ratio {
+            r if r >= 1.0 => ("  OVER LIMIT", "\x1b[31m"),
+            r if r >= 0.8 => ("  near limit", "\x1b[33m"),
+            _ => ("", ""),
+        };
+        let line = format!("{label:<12} {text}{flag}");
+        if color && !paint.is_empty() {
+            out.push_str(&format!("{paint}{line}\x1b[0m\n"));
+        } else {
+            out.push_str(&format!("{line}\n"));
+        }
+    };
+    if let Some(fuel) = usage.fuel {
+        let limit = match limits.get_fuel() {
+            Some(l) => (l.to_string(), fuel as f64 / l as f64),
+            None => ("unlimited".to_owned(), 0.0),
+        };
+        row("fuel", fuel.to_string(), Some(limit));
+    }
+    if let Some(memory) = usage.peak_memory_bytes {
+        let l = limits.get_memory_bytes();
+        row(
+            "memory",
+            mib(memory),
+            Some((mib(l), memory as f64 / l as f64)),
+        );
+    }
+    let wall = usage.wall_time.as_secs_f64();
+    let timeout = limits.get_timeout().as_secs_f64();
+    // Built-ins run natively, outside the deadline.
+    let deadline = usage
+        .fuel
+        .map(|_| (format!("{} ms", timeout * 1e3), wall / timeout));
+    row("wall time", format!("{:.3} ms", wall * 1e3), deadline);
+    if let Some(input) = usage.input_bytes {
+        row("input", format!("{input} B"), None);
+    }
+    if let Some(output) = usage.output_bytes {
+        let l = limits.get_max_output_bytes();
+        row(
+            "output",
+            format!("{output} B"),
+            Some((format!("{l} B"), output as f64 / l as f64)),
+        );
+    }
+    out
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+}

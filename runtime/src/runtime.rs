@@ -1,0 +1,254 @@
+//! The [`Runtime`]: one wasmtime `Engine` configured for sandboxed assignors, the WASI linker,
+//! the epoch ticker behind wall-clock deadlines, and the compiled-component cache.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::Duration;
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+use crate::boundary::AssignorPre;
+use crate::cache::{self, ArtifactCache};
+use crate::component::ComponentAssignor;
+use crate::error::{ErrorKind, TaskAssignorError};
+use crate::limits::Limits;
+use crate::wasi::{self, CallState};
+
+/// How often the epoch advances; wall-clock deadlines are rounded up to it.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The export every assignor component must have: the `task-assignor` interface of the WIT
+/// package version this runtime speaks.
+pub const EXPORT_NAME: &str = "kafka:streams-assignor/task-assignor@0.1.0";
+
+/// Loads assignor components and runs their calls in fresh sandboxes.
+///
+/// Cheap to clone; clones share the engine, the compiled-component cache and the epoch
+/// ticker, which stops when the last clone (and the last assignor loaded from it) is dropped.
+#[derive(Clone, Debug)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
+    linker: Linker<CallState>,
+    pub(crate) limits: Limits,
+    cache: ArtifactCache,
+    _ticker: EpochTicker,
+}
+
+impl Runtime {
+    /// A runtime whose calls run under `limits` (the wasm stack limit is fixed here, for the
+    /// engine's lifetime). Fails only if wasmtime rejects the engine configuration.
+    pub fn new(limits: Limits) -> wasmtime::Result<Self> {
+        Self::build(limits, None)
+    }
+
+    /// Like [`Runtime::new`], but compiled components are also cached in `dir`, so a restart
+    /// loads them without recompiling. The directory must be private to the runtime: its
+    /// files are loaded as trusted native code.
+    pub fn with_cache_dir(limits: Limits, dir: impl Into<PathBuf>) -> wasmtime::Result<Self> {
+        Self::build(limits, Some(dir.into()))
+    }
+
+    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(limits.get_wasm_stack_bytes());
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        let cache = ArtifactCache::new(&engine, cache_dir);
+        let ticker = EpochTicker::start(engine.clone());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                limits,
+                cache,
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Loads an assignor component from a file; see [`Runtime::load`].
+    pub fn load_file(
+        &self,
+        path: impl AsRef<Path>,
+        config: &BTreeMap<String, String>,
+    ) -> Result<ComponentAssignor, TaskAssignorError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| {
+            TaskAssignorError::new(
+                &origin,
+                ErrorKind::Load,
+                format!("cannot read the component file: {e}"),
+            )
+        })?;
+        self.load(&bytes, &origin, config)
+    }
+
+    /// Loads an assignor component: checks that `bytes` is a component of this runtime's
+    /// world and version importing only the WASI it links, compiles it (or takes it from the
+    /// cache), then, in a sandbox under the call limits, reads its `name()` and runs
+    /// `configure(config)`.
+    ///
+    /// `origin` (a file name, an upload name) names the assignor in errors until its own
+    /// name is known. Every failure is a [`TaskAssignorError`] of kind `load`, or the kind of
+    /// the limit a load-time call hit.
+    pub fn load(
+        &self,
+        bytes: &[u8],
+        origin: &str,
+        config: &BTreeMap<String, String>,
+    ) -> Result<ComponentAssignor, TaskAssignorError> {
+        let fail = |message: String| TaskAssignorError::new(origin, ErrorKind::Load, message);
+        let inner = &self.inner;
+        let max = inner.limits.get_max_component_bytes();
+        if bytes.len() > max {
+            return Err(fail(format!(
+                "the component is {} bytes, over the {max}-byte limit",
+                bytes.len()
+            )));
+        }
+        check_header(bytes).map_err(fail)?;
+        let hash = cache::content_hash(bytes);
+        let component = inner
+            .cache
+            .get_or_compile(&inner.engine, &hash, || {
+                Component::new(&inner.engine, bytes)
+            })
+            .map_err(|e| fail(format!("not a valid component: {e:#}")))?;
+        check_imports_and_exports(&inner.engine, &component).map_err(fail)?;
+        let pre = inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| fail(format!("cannot link its imports: {e:#}")))?;
+        let pre = AssignorPre::new(pre).map_err(|e| {
+            fail(format!(
+                "its `{EXPORT_NAME}` export does not match this runtime's WIT: {e:#}"
+            ))
+        })?;
+        ComponentAssignor::load(self.clone(), pre, hash, origin, config)
+    }
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("limits", &self.limits)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tells a core module, a component and anything else apart by the preamble, so the error
+/// says what to do instead of a parser message.
+fn check_header(bytes: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_VERSION: &[u8] = &[1, 0, 0, 0];
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        return Err(
+            "not a WebAssembly file (no `\\0asm` header); expected a component built with \
+             `cargo build --release --target wasm32-wasip2`"
+                .into(),
+        );
+    }
+    if &bytes[4..8] == CORE_VERSION {
+        return Err(
+            "this is a core WebAssembly module, not a component; build the assignor with \
+             `--target wasm32-wasip2` (or wrap the module with `wasm-tools component new`)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn check_imports_and_exports(engine: &Engine, component: &Component) -> Result<(), String> {
+    let ty = component.component_type();
+    let forbidden: Vec<&str> = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .filter(|name| !wasi::import_allowed(name))
+        .collect();
+    if !forbidden.is_empty() {
+        return Err(format!(
+            "forbidden import(s): {}; an assignor may import only the WASI a Rust \
+             `wasm32-wasip2` library links (cli, io, clocks, random, filesystem), and gets \
+             nothing through them",
+            forbidden.join(", ")
+        ));
+    }
+    let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
+    if exports.contains(&EXPORT_NAME) {
+        return Ok(());
+    }
+    let (package, _) = EXPORT_NAME
+        .split_once('@')
+        .expect("the export name is versioned");
+    if let Some(other) = exports
+        .iter()
+        .find(|e| e.starts_with(&format!("{package}@")))
+    {
+        return Err(format!(
+            "it exports `{other}`, but this runtime speaks `{EXPORT_NAME}`; rebuild it against \
+             the matching assignor-sdk"
+        ));
+    }
+    Err(format!(
+        "not an assignor: it does not export `{EXPORT_NAME}` (its exports: {}); build it with \
+         assignor-sdk's `export!` macro",
+        if exports.is_empty() {
+            "none".to_owned()
+        } else {
+            exports.join(", ")
+        }
+    ))
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.
+#[derive(Debug)]
+struct EpochTicker {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = thread::Builder::new()
+            .name("assignor-epoch".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(EPOCH_TICK) {
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch ticker thread");
+        Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Output validation: the rules an assignment must satisfy before anyone sees it. Kafka checks
+//! none of them; a broken assignor would otherwise corrupt the group's target assignment.
+
+use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, Topology};
+
+/// A task as Kafka users know it: subtopology id and partition.
+pub(crate) fn describe(topology: &Topology, task: TaskId) -> String {
+    match topology.subtopology_id(task) {
+        Some(id) => format!("{id}_{}", task.partition),
+        None => format!("<subtopology #{}>_{}", task.subtopology, task.partition),
+    }
+}
+
+/// Checks `assignment` against its input; the error says which rule broke and where.
+///
+/// Rules: one entry per input member; every task exists (known subtopology, partition in
+/// range); every task active on exactly one member (when the group has members); standbys only
+/// for stateful subtopologies and never on the member holding the same task as active.
+pub(crate) fn validate(
+    group: &GroupSpec,
+    topology: &Topology,
+    assignment: &GroupAssignment,
+) -> Result<(), String> {
+    if assignment.members.len() != group.members.len() {
+        return Err(format!(
+            "{} member entries for a group of {} members: {}",
+            assignment.members.len(),
+            group.members.len(),
+            if assignment.members.len() > group.members.len() {
+                "unknown member"
+            } else {
+                "members missing"
+            }
+        ));
+    }
+    let member = |i: usize| &group.members[i].member_id;
+    // `owner[offset[s] + p]` is the active owner of task (s, p); u32::MAX while unowned.
+    let mut offset = Vec::with_capacity(topology.subtopologies.len());
+    let mut total = 0usize;
+    for s in &topology.subtopologies {
+        offset.push(total);
+        total += s.max_num_input_partitions as usize;
+    }
+    let mut owner = vec![u32::MAX; total];
+    let slot = |t: TaskId| -> Result<usize, String> {
+        let Some(s) = topology.subtopology(t) else {
+            return Err(format!(
+                "unknown subtopology: task names subtopology index {}, but the topology has {} \
+                 subtopologies",
+                t.subtopology,
+                topology.subtopologies.len()
+            ));
+        };
+        if t.partition >= s.max_num_input_partitions {
+            return Err(format!(
+                "partition out of range: task {} but subtopology \"{}\" has {} partitions",
+                describe(topology, t),
+                s.id,
+                s.max_num_input_partitions
+            ));
+        }
+        Ok(offset[t.subtopology as usize] + t.partition as usize)
+    };
+    for (i, m) in assignment.members.iter().enumerate() {
+        for &t in &m.active_tasks {
+            let k = slot(t)?;
+            if owner[k] != u32::MAX {
+                return Err(format!(
+                    "duplicate active task: {} is active on member \"{}\" and member \"{}\"",
+                    describe(topology, t),
+                    member(owner[k] as usize),
+                    member(i)
+                ));
+            }
+            owner[k] = i as u32;
+        }
+    }
+    for (i, m) in assignment.members.iter().enumerate() {
+        for &t in &m.standby_tasks {
+            let k = slot(t)?;
+            if !topology.subtopologies[t.subtopology as usize].is_stateful {
+                return Err(format!(
+                    "standby for a stateless subtopology: {} on member \"{}\"",
+                    describe(topology, t),
+                    member(i)
+                ));
+            }
+            if owner[k] == i as u32 {
+                return Err(format!(
+                    "task both active and standby: {} on member \"{}\"",
+                    describe(topology, t),
+                    member(i)
+                ));
+            }
+        }
+    }
+    if !group.members.is_empty() {
+        let missing: Vec<TaskId> = topology
+            .tasks()
+            .zip(&owner)
+            .filter(|&(_, &o)| o == u32::MAX)
+            .map(|(t, _)| t)
+            .collect();
+        if let Some(&first) = missing.first() {
+            return Err(format!(
+                "missing task: {} is not active on any member ({} task(s) unassigned)",
+                describe(topology, first),
+                missing.len()
+            ));
+        }
+    }
+    Ok(())
+}

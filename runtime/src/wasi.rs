@@ -1,0 +1,282 @@
+//! The WASI a guest links against, with nothing granted, and the per-call store state.
+//!
+//! A Rust `wasm32-wasip2` component imports `wasi:cli`, `wasi:io`, `wasi:clocks`,
+//! `wasi:random` and `wasi:filesystem` even when it only computes. We satisfy those imports
+//! and grant nothing through them: no preopened directories, no environment, no arguments, no
+//! network, a clock stuck at zero and a fixed random stream, so the same input gives the same
+//! output and fuel. Stdout and stderr go to one bounded capture whose tail ends up in trap
+//! messages (that is where a panic's message and location are).
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+use wasmtime_wasi::{
+    Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView,
+    WasiView,
+};
+
+/// The import interfaces a component may have (package and interface, version stripped):
+/// the types-only interface of our own WIT, and the WASI Rust's `wasm32-wasip2` std links.
+/// Anything else — sockets, HTTP, custom host functions — is refused at load.
+pub(crate) const ALLOWED_IMPORTS: &[&str] = &[
+    "kafka:streams-assignor/types",
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+    "wasi:io/error",
+    "wasi:io/poll",
+    "wasi:io/streams",
+    "wasi:clocks/monotonic-clock",
+    "wasi:clocks/wall-clock",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+];
+
+/// Whether a component import name (e.g. `wasi:io/streams@0.2.6`) is allowed.
+pub(crate) fn import_allowed(name: &str) -> bool {
+    let unversioned = name.split_once('@').map_or(name, |(n, _)| n);
+    ALLOWED_IMPORTS.contains(&unversioned)
+}
+
+/// Everything one call's `Store` holds.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory_limit: usize,
+    /// Linear memory currently reserved by the instance, summed over its memories.
+    memory: usize,
+    pub(crate) peak_memory: usize,
+    /// Set when the limiter refused a growth: the trap that follows is a memory-limit hit.
+    pub(crate) memory_denied: bool,
+}
+
+impl CallState {
+    pub(crate) fn new(memory_limit: usize, capture: &Capture) -> Self {
+        let wasi = WasiCtxBuilder::new()
+            .stdout(capture.clone())
+            .stderr(capture.clone())
+            .wall_clock(FrozenClock)
+            .monotonic_clock(FrozenClock)
+            .secure_random(Deterministic::new(vec![0x5a, 0x17, 0xc3, 0x8e]))
+            .insecure_random(Deterministic::new(vec![0x3c, 0x91, 0x4b, 0xe2]))
+            .insecure_random_seed(0x6b61_666b_615f_7374_7265_616d_735f_3031)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            memory_limit,
+            memory: 0,
+            peak_memory: 0,
+            memory_denied: false,
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Table elements an instance may have; Rust guests need a few hundred.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.memory - current + desired;
+        if total > self.memory_limit {
+            self.memory_denied = true;
+            return Ok(false);
+        }
+        self.memory = total;
+        self.peak_memory = self.peak_memory.max(total);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// A clock that always reads zero: guests cannot observe time, so output cannot depend on it.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// The guest's stdout and stderr: keeps the last `capacity` bytes and counts the rest, so a
+/// chatty guest never fails on a full pipe and the end (where a panic message is) survives.
+#[derive(Clone, Debug)]
+pub(crate) struct Capture(Arc<Mutex<Tail>>);
+
+#[derive(Debug)]
+struct Tail {
+    bytes: VecDeque<u8>,
+    capacity: usize,
+    dropped: usize,
+}
+
+impl Capture {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self(Arc::new(Mutex::new(Tail {
+            bytes: VecDeque::new(),
+            capacity,
+            dropped: 0,
+        })))
+    }
+
+    fn push(&self, data: &[u8]) {
+        let mut tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let keep = data.len().min(tail.capacity);
+        tail.dropped += data.len() - keep;
+        tail.bytes.extend(&data[data.len() - keep..]);
+        let excess = tail.bytes.len().saturating_sub(tail.capacity);
+        tail.bytes.drain(..excess);
+        tail.dropped += excess;
+    }
+
+    /// What was captured, lossily decoded, with a note when the start was cut.
+    pub(crate) fn text(&self) -> String {
+        let tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (a, b) = tail.bytes.as_slices();
+        let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        if tail.dropped > 0 {
+            format!("[{} earlier bytes dropped]\n{text}", tail.dropped)
+        } else {
+            text
+        }
+    }
+}
+
+impl IsTerminal for Capture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for Capture {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Capture {
+    async fn ready(&mut self) {}
+}
+
+/// Largest write permit handed to the guest; the capture accepts any amount.
+const WRITE_PERMIT: usize = 64 << 10;
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for Capture {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(WRITE_PERMIT)
+    }
+}
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.push(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The capture keeps the most recent bytes and says how many it dropped.
+    #[test]
+    fn capture_keeps_the_tail() {
+        let capture = Capture::new(8);
+        capture.push(b"hello ");
+        capture.push(b"world, this is long");
+        assert_eq!(capture.text(), "[17 earlier bytes dropped]\n is long");
+    }
+
+    /// Only the WASI a Rust std guest needs is importable, at any 0.2 version.
+    #[test]
+    fn imports_are_allowlisted() {
+        assert!(import_allowed("wasi:io/streams@0.2.6"));
+        assert!(import_allowed("wasi:cli/stderr@0.2.0"));
+        assert!(!import_allowed("wasi:sockets/tcp@0.2.6"));
+        assert!(!import_allowed("wasi:http/outgoing-handler@0.2.6"));
+        assert!(!import_allowed("my:host/backdoor"));
+    }
+}

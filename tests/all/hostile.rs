@@ -1,0 +1,140 @@
+//! Each hostile guest fails with the right kind and a message naming assignor and cause, and
+//! the runtime serves a good assignor on the very next call.
+
+use std::time::{Duration, Instant};
+
+use assignor_runtime::{DEFAULT_TIMEOUT, ErrorKind, Limits, TaskAssignorError};
+use assignor_tests::guests;
+
+use crate::common::{example, load, next_call_succeeds, runtime};
+
+/// Runs `guest` on the example group under `limits`, expecting failure of `kind`.
+fn fails(guest: &str, limits: Limits, kind: ErrorKind) -> (TaskAssignorError, Duration) {
+    let runtime = runtime(limits);
+    let assignor = load(&runtime, guest, &[]);
+    let (group, topology) = example();
+    let start = Instant::now();
+    let error = assignor
+        .assign(&group, &topology)
+        .expect_err("a hostile guest must fail");
+    let elapsed = start.elapsed();
+    assert_eq!(error.kind, kind, "{error}");
+    assert_eq!(
+        error.assignor,
+        assignor.name(),
+        "the error names the assignor"
+    );
+    next_call_succeeds(&runtime);
+    (error, elapsed)
+}
+
+/// An endless loop runs out of fuel under default limits, long before the wall-clock deadline.
+#[test]
+fn endless_loop_is_stopped_by_fuel() {
+    let (error, elapsed) = fails(
+        guests::ENDLESS_LOOP,
+        Limits::default(),
+        ErrorKind::OutOfFuel,
+    );
+    assert!(error.message.contains("ran out of fuel"), "{error}");
+    assert!(
+        elapsed < DEFAULT_TIMEOUT,
+        "fuel, not the {DEFAULT_TIMEOUT:?} deadline, must stop it (took {elapsed:?})"
+    );
+}
+
+/// With fuel disabled, the wall-clock deadline (epoch interruption) stops an endless loop.
+#[test]
+fn endless_loop_without_fuel_hits_the_deadline() {
+    let timeout = Duration::from_millis(200);
+    let limits = Limits::default().fuel(None).timeout(timeout);
+    let (error, elapsed) = fails(guests::ENDLESS_LOOP, limits, ErrorKind::Timeout);
+    assert!(
+        error.message.contains("wall-clock deadline of 200ms"),
+        "{error}"
+    );
+    assert!(
+        elapsed >= timeout,
+        "stopped after {elapsed:?}, before the deadline"
+    );
+}
+
+/// Unbounded allocation hits the memory limit and is reported as such, not as a bare trap.
+#[test]
+fn unbounded_allocation_hits_the_memory_limit() {
+    let limits = Limits::default().memory_bytes(32 << 20);
+    let (error, _) = fails(guests::UNBOUNDED_ALLOC, limits, ErrorKind::MemoryLimit);
+    assert!(error.message.contains("33554432 bytes"), "{error}");
+}
+
+/// Unbounded recursion overflows the wasm stack.
+#[test]
+fn deep_recursion_overflows_the_stack() {
+    let (error, _) = fails(
+        guests::DEEP_RECURSION,
+        Limits::default(),
+        ErrorKind::StackOverflow,
+    );
+    assert!(error.message.contains("wasm stack"), "{error}");
+}
+
+/// A panic is a trap whose message carries the panic message and its source location.
+#[test]
+fn panic_message_and_location_reach_the_error() {
+    let (error, _) = fails(guests::PANICS, Limits::default(), ErrorKind::Trap);
+    assert!(
+        error.message.contains("assignor exploded on purpose"),
+        "{error}"
+    );
+    assert!(
+        error.message.contains("src/lib.rs:"),
+        "location missing: {error}"
+    );
+}
+
+/// An error returned by the guest is a guest-error carrying its message verbatim.
+#[test]
+fn guest_error_is_reported_verbatim() {
+    let (error, _) = fails(
+        guests::GUEST_ERROR,
+        Limits::default(),
+        ErrorKind::GuestError,
+    );
+    assert_eq!(
+        error.message,
+        "cannot assign: the group has no stateful subtopologies I understand"
+    );
+}
+
+/// An assignment over the output limit is rejected as invalid output.
+#[test]
+fn oversized_output_is_rejected() {
+    let (error, _) = fails(
+        guests::OVERSIZED_OUTPUT,
+        Limits::default(),
+        ErrorKind::InvalidOutput,
+    );
+    assert!(error.message.contains("output too large"), "{error}");
+}
+
+/// Slow but legal work that fits the limits succeeds, and its usage is reported.
+#[test]
+fn slow_but_legal_work_succeeds() {
+    let runtime = runtime(Limits::default());
+    let assignor = load(&runtime, guests::SLOW_LEGAL, &[]);
+    let (group, topology) = example();
+    let (_, usage) = assignor.assign(&group, &topology).expect("fits the limits");
+    assert!(usage.fuel.expect("sandboxed calls report fuel") > 10_000_000);
+    assert!(usage.peak_memory_bytes.expect("and memory") > 0);
+}
+
+/// A guest flooding stderr is not failed for it; only the tail of its output is kept.
+#[test]
+fn chatty_guest_keeps_working_and_output_is_bounded() {
+    let runtime = runtime(Limits::default().max_stderr_bytes(1024));
+    let assignor = load(&runtime, guests::CHATTY, &[]);
+    let (group, topology) = example();
+    assignor
+        .assign(&group, &topology)
+        .expect("chatter is not an error");
+}

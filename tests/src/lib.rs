@@ -1,0 +1,30 @@
+//! The workspace's integration tests, hostile test guests and benchmarks.
+//!
+//! The tests run real components through the runtime: the sample assignors, and guests built
+//! to misbehave in one specific way each (spin forever, exhaust memory or stack, panic, return
+//! invalid or oversized output, import what the sandbox forbids), checking that the runtime
+//! reports each failure precisely and stays usable. The library part is only [`guests`]: the
+//! paths of the built components.
+//!
+//! # Layout
+//!
+//! - `guests/`: the test guests, one tiny crate each (workspace members, package
+//!   `guest-<dir>`), built to `wasm32-wasip2` components.
+//! - `build.rs`: builds every guest in one nested cargo build and generates [`guests`]. Each
+//!   guest directory must be classified there with its expected outcome, or the build fails.
+//! - `all/`: the integration tests, one binary.
+//! - `benches/`: benchmarks of the runtime and of the sandbox boundary.
+
+#![deny(missing_docs)]
+
+/// The test guests' components, built by `build.rs`: one `&str` constant per guest directory
+/// (`endless-loop` → [`ENDLESS_LOOP`](crate::guests::ENDLESS_LOOP)) holding the absolute path
+/// of its `.wasm`, and [`ALL`](crate::guests::ALL), every guest as (name, expected outcome,
+/// path).
+///
+/// The expected outcome says what the runtime should report: `out-of-fuel`, `memory-limit`,
+/// `stack-overflow`, `trap`, `guest-error`, `invalid-output`, `load` (refused when loaded) or
+/// `ok`. A guest's name is its directory's, which is also its assignor's `name()`.
+pub mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
