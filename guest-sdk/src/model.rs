@@ -159,3 +159,44 @@ pub struct MemberAssignment {
     /// Standby tasks (stateful subtopologies only).
     pub standby_tasks: BTreeSet<TaskId>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topology() -> Topology {
+        let sub = |id: &str, n| Subtopology {
+            id: id.into(),
+            max_num_input_partitions: n,
+            is_stateful: true,
+            source_topics: Vec::new(),
+        };
+        Topology {
+            subtopologies: vec![sub("a", 2), sub("b", 0), sub("c", 1)],
+            racks: Vec::new(),
+        }
+    }
+
+    /// Tasks enumerate subtopology-major in `TaskId` order; empty subtopologies contribute none.
+    #[test]
+    fn tasks_in_order() {
+        let tasks: Vec<TaskId> = topology().tasks().collect();
+        assert_eq!(
+            tasks,
+            [TaskId::new(0, 0), TaskId::new(0, 1), TaskId::new(2, 0)]
+        );
+        assert!(tasks.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// Membership and id lookup reject out-of-range subtopologies and partitions.
+    #[test]
+    fn contains_and_ids() {
+        let t = topology();
+        assert!(t.contains(TaskId::new(2, 0)));
+        assert!(!t.contains(TaskId::new(0, 2)));
+        assert!(!t.contains(TaskId::new(3, 0)));
+        assert_eq!(t.subtopology_id(TaskId::new(2, 0)), Some("c"));
+        assert_eq!(t.subtopology_id(TaskId::new(9, 0)), None);
+        assert_eq!(TaskId::new(1, 4).to_string(), "1_4");
+    }
+}

@@ -211,3 +211,78 @@ pub(crate) fn output(
     }
     Ok(assignment)
 }
+
+#[cfg(test)]
+mod tests {
+    use assignor_sdk::{Member, Subtopology};
+
+    use super::*;
+
+    fn input() -> (GroupSpec, Topology) {
+        let group = GroupSpec {
+            members: vec![Member {
+                member_id: "a".into(),
+                process_id: "p".into(),
+                active_tasks: [TaskId::new(0, 1)].into(),
+                ..Member::default()
+            }],
+            configs: Default::default(),
+        };
+        let topology = Topology {
+            subtopologies: vec![Subtopology {
+                id: "s".into(),
+                max_num_input_partitions: 2,
+                is_stateful: true,
+                source_topics: Vec::new(),
+            }],
+            racks: Vec::new(),
+        };
+        (group, topology)
+    }
+
+    fn entry(member: u32, partition: u32) -> wit::MemberTask {
+        wit::MemberTask {
+            member,
+            task: wit::TaskId {
+                subtopology: 0,
+                partition,
+            },
+        }
+    }
+
+    /// The input is flattened into indexed lists and its copied size is counted.
+    #[test]
+    fn input_is_flat_and_sized() {
+        let (group, topology) = input();
+        let input = super::input(&group, &topology);
+        assert_eq!(input.group.processes, ["p"]);
+        assert_eq!(input.group.members[0].process, 0);
+        assert_eq!(input.group.active_tasks.len(), 1);
+        assert_eq!(input.group.active_tasks[0].task.partition, 1);
+        assert!(input.bytes >= MEMBER_TASK_BYTES + "a".len() + "p".len() + "s".len());
+    }
+
+    /// A member index past the group and a task listed twice for one member are rejected
+    /// with the member and task named.
+    #[test]
+    fn output_rejects_what_the_model_cannot_hold() {
+        let (group, topology) = input();
+        let out = |active| wit::GroupAssignment {
+            active_tasks: active,
+            standby_tasks: Vec::new(),
+        };
+        let ok = output(out(vec![entry(0, 0), entry(0, 1)]), &group, &topology).expect("ok");
+        assert_eq!(ok.members[0].active_tasks.len(), 2);
+        let unknown = output(out(vec![entry(3, 0)]), &group, &topology).expect_err("member 3");
+        assert!(
+            unknown.starts_with("unknown member: active task s_0 is assigned to member index 3"),
+            "{unknown}"
+        );
+        let twice =
+            output(out(vec![entry(0, 1), entry(0, 1)]), &group, &topology).expect_err("dup");
+        assert_eq!(
+            twice,
+            "duplicate active task: s_1 is listed twice for member \"a\""
+        );
+    }
+}

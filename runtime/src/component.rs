@@ -172,6 +172,15 @@ impl ComponentAssignor {
         Ok((assignment, usage))
     }
 
+    /// Creates a sandbox and instantiates the component, nothing else: the fixed cost every
+    /// call pays, for benchmarks.
+    #[doc(hidden)]
+    pub fn fresh_instance(&self) -> Result<(), TaskAssignorError> {
+        let mut sandbox = self.sandbox();
+        self.instantiate_and(&mut sandbox, |_, _| Ok(()))
+            .map_err(|e| self.classify(e, &sandbox, "instantiating"))
+    }
+
     fn invalid(&self, message: String) -> TaskAssignorError {
         TaskAssignorError::new(&self.name, ErrorKind::InvalidOutput, message)
     }
@@ -230,6 +239,7 @@ impl ComponentAssignor {
     ) -> TaskAssignorError {
         let limits = &self.runtime.inner.limits;
         let state = sandbox.store.data();
+        let output = sandbox.capture.text();
         let (kind, mut message) = match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => (
                 ErrorKind::OutOfFuel,
@@ -262,18 +272,57 @@ impl ComponentAssignor {
                     state.peak_memory
                 ),
             ),
-            Some(trap) => (ErrorKind::Trap, format!("trapped while {doing}: {trap}")),
+            Some(trap) => match panic_report(&output) {
+                Some(panic) => (
+                    ErrorKind::Trap,
+                    format!("panicked while {doing} at {panic}"),
+                ),
+                None => (ErrorKind::Trap, format!("trapped while {doing}: {trap}")),
+            },
             None => (
                 ErrorKind::Trap,
                 format!("failed while {doing}: {}", error.root_cause()),
             ),
         };
-        let output = sandbox.capture.text();
         if !output.is_empty() {
             message.push_str("; guest output:\n");
             message.push_str(output.trim_end());
         }
         tracing::warn!(assignor = %self.name, kind = %kind, "assignor call failed");
         TaskAssignorError::new(&self.name, kind, message)
+    }
+}
+
+/// The location and message of a Rust panic in captured guest output (`thread '…' panicked at
+/// src/lib.rs:16:9:\nmessage`), as `src/lib.rs:16:9: message`.
+fn panic_report(output: &str) -> Option<String> {
+    let (_, rest) = output.rsplit_once("panicked at ")?;
+    let (location, message) = rest.split_once('\n').unwrap_or((rest, ""));
+    let message: Vec<&str> = message
+        .lines()
+        .take_while(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
+    Some(format!(
+        "{} {}",
+        location.trim_end(),
+        message.join("\n").trim()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_report;
+
+    /// A Rust panic's location and message are lifted out of the guest's stderr.
+    #[test]
+    fn panic_report_finds_location_and_message() {
+        let stderr = "starting\nthread '<unnamed>' (1) panicked at src/lib.rs:16:9:\nboom: 3 \
+                      > 2\nnote: run with `RUST_BACKTRACE=1` environment variable to display a \
+                      backtrace\n";
+        assert_eq!(
+            panic_report(stderr).as_deref(),
+            Some("src/lib.rs:16:9: boom: 3 > 2")
+        );
+        assert_eq!(panic_report("no panic here"), None);
     }
 }

@@ -323,3 +323,98 @@ pub fn error_json(error: &TaskAssignorError) -> serde_json::Value {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<(GroupSpec, Topology), InputError> {
+        parse_input(text)
+    }
+
+    /// The contract's example parses into indices, interned racks and per-member task sets.
+    #[test]
+    fn example_parses() {
+        let (group, topology) = parse(include_str!("../demo/group.json")).expect("parses");
+        assert_eq!(group.members.len(), 3);
+        assert_eq!(group.configs.num_standby_replicas, 1);
+        assert_eq!(group.configs.rack_aware_assignment_tags, ["zone"]);
+        assert_eq!(topology.racks, ["rack-1", "rack-2", "rack-3"]);
+        let orders = &topology.subtopologies[0].source_topics[0];
+        assert_eq!(orders.partition_racks[1], [1, 2]);
+        let a1 = &group.members[0];
+        assert_eq!(a1.instance_id.as_deref(), Some("instance-a1"));
+        assert!(a1.active_tasks.contains(&TaskId::new(1, 0)));
+        assert_eq!(a1.task_offsets[&TaskId::new(0, 2)], 1200);
+        let c1 = &group.members[2];
+        assert!(
+            c1.active_tasks.is_empty() && c1.rack_id.is_none(),
+            "missing means empty"
+        );
+    }
+
+    /// Consistency errors name the field: duplicate ids, unknown subtopologies, racks for more
+    /// partitions than the subtopology has.
+    #[test]
+    fn inconsistent_documents_are_rejected_with_a_path() {
+        let topo = r#""topology":{"subtopologies":[{"id":"0","maxNumInputPartitions":2,"isStateful":true}]}"#;
+        let cases = [
+            (
+                format!(r#"{{{topo},"members":[{{"memberId":"m","processId":"p"}},{{"memberId":"m","processId":"q"}}]}}"#),
+                "members[1].memberId",
+                "duplicate member id",
+            ),
+            (
+                format!(r#"{{{topo},"members":[{{"memberId":"m","processId":"p","standbyTasks":{{"9":[0]}}}}]}}"#),
+                r#"members[0].standbyTasks["9"]"#,
+                "unknown subtopology",
+            ),
+            (
+                format!(r#"{{{topo},"members":[{{"memberId":"m","processId":"p","taskOffsets":{{"0":{{"7":5}}}}}}]}}"#),
+                r#"members[0].taskOffsets["0"]"#,
+                "out of range",
+            ),
+            (
+                r#"{"topology":{"subtopologies":[{"id":"0","maxNumInputPartitions":1,"isStateful":true},{"id":"0","maxNumInputPartitions":1,"isStateful":true}]},"members":[]}"#.to_owned(),
+                "topology.subtopologies[1].id",
+                "duplicate subtopology id",
+            ),
+            (
+                r#"{"topology":{"subtopologies":[{"id":"0","maxNumInputPartitions":1,"isStateful":true,"sourceTopics":[{"name":"t","partitionRacks":[["r"],["r"]]}]}]},"members":[]}"#.to_owned(),
+                "topology.subtopologies[0].sourceTopics[0].partitionRacks",
+                "more than the subtopology's maxNumInputPartitions",
+            ),
+            (
+                r#"{"members":[]}"#.to_owned(),
+                ".",
+                "missing field `topology`",
+            ),
+        ];
+        for (text, path, message) in cases {
+            let e = parse(&text).expect_err(&text);
+            assert_eq!(e.path, path, "{e}");
+            assert!(e.message.contains(message), "{e}");
+        }
+    }
+
+    /// Every input member appears in the output document, even with nothing assigned, with
+    /// sorted partitions under subtopology ids.
+    #[test]
+    fn output_lists_every_member() {
+        let (group, topology) = parse(include_str!("../demo/group.json")).expect("parses");
+        let mut assignment = GroupAssignment::empty_for(&group);
+        assignment.members[0].active_tasks =
+            [TaskId::new(0, 3), TaskId::new(0, 1), TaskId::new(1, 0)].into();
+        let doc = assignment_doc(&group, &topology, &assignment);
+        assert_eq!(doc.members.len(), 3);
+        let a1 = &doc.members["member-a1"];
+        assert_eq!(a1.active_tasks["0"], [1, 3]);
+        assert_eq!(a1.active_tasks["1"], [0]);
+        assert!(doc.members["member-c1"].active_tasks.is_empty());
+        let text = serde_json::to_string(&doc).expect("serialises");
+        assert!(
+            text.contains(r#""member-b1":{"activeTasks":{},"standbyTasks":{}}"#),
+            "{text}"
+        );
+    }
+}

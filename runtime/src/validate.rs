@@ -111,3 +111,111 @@ pub(crate) fn validate(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use assignor_sdk::{Member, MemberAssignment, Subtopology};
+
+    use super::*;
+
+    /// Two members; subtopology "s" stateful with 2 partitions, "l" stateless with 1.
+    fn input() -> (GroupSpec, Topology) {
+        let member = |id: &str| Member {
+            member_id: id.into(),
+            process_id: format!("p-{id}"),
+            ..Member::default()
+        };
+        let sub = |id: &str, n, is_stateful| Subtopology {
+            id: id.into(),
+            max_num_input_partitions: n,
+            is_stateful,
+            source_topics: Vec::new(),
+        };
+        (
+            GroupSpec {
+                members: vec![member("a"), member("b")],
+                configs: Default::default(),
+            },
+            Topology {
+                subtopologies: vec![sub("s", 2, true), sub("l", 1, false)],
+                racks: Vec::new(),
+            },
+        )
+    }
+
+    fn assignment(entries: [(&[TaskId], &[TaskId]); 2]) -> GroupAssignment {
+        GroupAssignment {
+            members: entries
+                .iter()
+                .map(|(a, s)| MemberAssignment {
+                    active_tasks: a.iter().copied().collect(),
+                    standby_tasks: s.iter().copied().collect(),
+                })
+                .collect(),
+        }
+    }
+
+    const S0: TaskId = TaskId::new(0, 0);
+    const S1: TaskId = TaskId::new(0, 1);
+    const L0: TaskId = TaskId::new(1, 0);
+
+    fn check(entries: [(&[TaskId], &[TaskId]); 2]) -> Result<(), String> {
+        let (group, topology) = input();
+        validate(&group, &topology, &assignment(entries))
+    }
+
+    /// A complete assignment with a standby on the other member passes.
+    #[test]
+    fn valid_assignment_passes() {
+        check([(&[S0, L0], &[S1]), (&[S1], &[S0])]).expect("valid");
+    }
+
+    /// Each rule, broken alone, is reported by name with the task and member.
+    #[test]
+    fn each_rule_is_reported() {
+        let cases: [([(&[TaskId], &[TaskId]); 2], &str); 5] = [
+            (
+                [(&[S0, S1, L0], &[]), (&[S1], &[])],
+                "duplicate active task: s_1 is active on member \"a\" and member \"b\"",
+            ),
+            (
+                [(&[S0, L0], &[]), (&[], &[])],
+                "missing task: s_1 is not active on any member (1 task(s) unassigned)",
+            ),
+            (
+                [(&[S0, S1, L0], &[S0]), (&[], &[])],
+                "task both active and standby: s_0 on member \"a\"",
+            ),
+            (
+                [(&[S0, S1], &[]), (&[], &[L0])],
+                "standby for a stateless subtopology: l_0 on member \"b\"",
+            ),
+            (
+                [(&[S0, S1, L0, TaskId::new(0, 2)], &[]), (&[], &[])],
+                "partition out of range: task s_2 but subtopology \"s\" has 2 partitions",
+            ),
+        ];
+        for (entries, expected) in cases {
+            assert_eq!(check(entries).expect_err(expected), expected);
+        }
+        let unknown = check([(&[S0, S1, L0, TaskId::new(7, 0)], &[]), (&[], &[])]);
+        assert!(
+            unknown
+                .expect_err("unknown")
+                .starts_with("unknown subtopology")
+        );
+    }
+
+    /// One entry per member is required; a group without members accepts only nothing.
+    #[test]
+    fn member_count_must_match() {
+        let (group, topology) = input();
+        let short = GroupAssignment {
+            members: vec![MemberAssignment::default()],
+        };
+        let e = validate(&group, &topology, &short).expect_err("short");
+        assert!(e.contains("members missing"), "{e}");
+        let empty = GroupSpec::default();
+        validate(&empty, &topology, &GroupAssignment::default()).expect("nothing to assign to");
+    }
+}
