@@ -5,7 +5,7 @@
 //! [`export!`]: crate::export
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 
 use crate::assignor::TaskAssignor;
@@ -72,10 +72,6 @@ where
     }
 }
 
-fn task(t: wit::TaskId) -> TaskId {
-    TaskId::new(t.subtopology, t.partition)
-}
-
 fn topology_from_wit(t: wit::Topology) -> Topology {
     let subtopologies = t
         .subtopologies
@@ -89,9 +85,9 @@ fn topology_from_wit(t: wit::Topology) -> Topology {
                 .into_iter()
                 .map(|topic| {
                     let mut partition_racks = vec![Vec::new(); topic.partitions as usize];
-                    for r in topic.replica_racks {
-                        // The host checks partitions against the topic's count.
-                        partition_racks[r.partition as usize].push(r.rack);
+                    // The host checks partitions against the topic's count.
+                    for (&p, &rack) in topic.replica_partitions.iter().zip(&topic.replica_racks) {
+                        partition_racks[p as usize].push(rack);
                     }
                     SourceTopic {
                         name: topic.name,
@@ -107,42 +103,66 @@ fn topology_from_wit(t: wit::Topology) -> Topology {
     }
 }
 
+/// The entries of `tasks`, grouped by member: the host sends each member's tasks
+/// contiguously and in order, so each group becomes a `BTreeSet` by bulk build.
+fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<BTreeSet<TaskId>> {
+    let mut lists = vec![Vec::new(); members];
+    for ((&m, &s), &p) in tasks
+        .members
+        .iter()
+        .zip(&tasks.subtopologies)
+        .zip(&tasks.partitions)
+    {
+        lists[m as usize].push(TaskId::new(s, p));
+    }
+    lists.into_iter().map(BTreeSet::from_iter).collect()
+}
+
+fn offsets_per_member(o: &wit::MemberTaskOffsets, members: usize) -> Vec<BTreeMap<TaskId, i64>> {
+    let mut lists = vec![Vec::new(); members];
+    for (((&m, &s), &p), &offset) in o
+        .members
+        .iter()
+        .zip(&o.subtopologies)
+        .zip(&o.partitions)
+        .zip(&o.offsets)
+    {
+        lists[m as usize].push((TaskId::new(s, p), offset));
+    }
+    lists.into_iter().map(BTreeMap::from_iter).collect()
+}
+
 fn group_from_wit(g: wit::GroupSpec) -> GroupSpec {
+    let n = g.members.len();
     let processes = g.processes;
-    let mut members: Vec<Member> = g
+    let members = g
         .members
         .into_iter()
-        .map(|m| Member {
-            member_id: m.member_id,
-            instance_id: m.instance_id,
-            rack_id: m.rack_id,
-            process_id: processes[m.process as usize].clone(),
-            client_tags: m.client_tags.into_iter().collect(),
-            ..Member::default()
-        })
+        .zip(per_member(&g.active_tasks, n))
+        .zip(per_member(&g.standby_tasks, n))
+        .zip(per_member(&g.warmup_tasks, n))
+        .zip(offsets_per_member(&g.task_offsets, n))
+        .zip(offsets_per_member(&g.task_end_offsets, n))
+        .map(
+            |(
+                ((((m, active_tasks), standby_tasks), warmup_tasks), task_offsets),
+                task_end_offsets,
+            )| {
+                Member {
+                    member_id: m.member_id,
+                    instance_id: m.instance_id,
+                    rack_id: m.rack_id,
+                    process_id: processes[m.process as usize].clone(),
+                    client_tags: m.client_tags.into_iter().collect(),
+                    active_tasks,
+                    standby_tasks,
+                    warmup_tasks,
+                    task_offsets,
+                    task_end_offsets,
+                }
+            },
+        )
         .collect();
-    // Member indices come from the host, which builds them from this same list.
-    for t in g.active_tasks {
-        members[t.member as usize].active_tasks.insert(task(t.task));
-    }
-    for t in g.standby_tasks {
-        members[t.member as usize]
-            .standby_tasks
-            .insert(task(t.task));
-    }
-    for t in g.warmup_tasks {
-        members[t.member as usize].warmup_tasks.insert(task(t.task));
-    }
-    for o in g.task_offsets {
-        members[o.member as usize]
-            .task_offsets
-            .insert(task(o.task), o.offset);
-    }
-    for o in g.task_end_offsets {
-        members[o.member as usize]
-            .task_end_offsets
-            .insert(task(o.task), o.offset);
-    }
     GroupSpec {
         members,
         configs: AssignmentConfigs {
@@ -152,25 +172,34 @@ fn group_from_wit(g: wit::GroupSpec) -> GroupSpec {
     }
 }
 
+fn empty_tasks() -> wit::MemberTasks {
+    wit::MemberTasks {
+        members: Vec::new(),
+        subtopologies: Vec::new(),
+        partitions: Vec::new(),
+    }
+}
+
+fn push(list: &mut wit::MemberTasks, member: u32, t: TaskId) {
+    list.members.push(member);
+    list.subtopologies.push(t.subtopology);
+    list.partitions.push(t.partition);
+}
+
 fn assignment_to_wit(a: GroupAssignment) -> wit::GroupAssignment {
     let mut out = wit::GroupAssignment {
-        active_tasks: Vec::new(),
-        standby_tasks: Vec::new(),
+        active_tasks: empty_tasks(),
+        standby_tasks: empty_tasks(),
     };
     // Members beyond the input's count still go out: the host reports them as unknown members
     // instead of this glue hiding an assignor bug.
     for (member, m) in (0u32..).zip(a.members) {
-        let entry = |t: TaskId| wit::MemberTask {
-            member,
-            task: wit::TaskId {
-                subtopology: t.subtopology,
-                partition: t.partition,
-            },
-        };
-        out.active_tasks
-            .extend(m.active_tasks.into_iter().map(entry));
-        out.standby_tasks
-            .extend(m.standby_tasks.into_iter().map(entry));
+        for t in m.active_tasks {
+            push(&mut out.active_tasks, member, t);
+        }
+        for t in m.standby_tasks {
+            push(&mut out.standby_tasks, member, t);
+        }
     }
     out
 }

@@ -4,8 +4,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
+use std::collections::BTreeMap;
+
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 
+use crate::builtin::{BUILTIN_NAMES, builtin};
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::usage::Usage;
@@ -30,6 +33,32 @@ impl std::fmt::Debug for Assignor {
 }
 
 impl Assignor {
+    /// The built-in assignor `name`, configured with `config`. An unknown name or a rejected
+    /// configuration is a `load` error.
+    pub fn builtin(
+        name: &str,
+        config: &BTreeMap<String, String>,
+    ) -> Result<Self, TaskAssignorError> {
+        let Some(mut assignor) = builtin(name) else {
+            return Err(TaskAssignorError::new(
+                name,
+                ErrorKind::Load,
+                format!(
+                    "no built-in assignor has this name (built-ins: {})",
+                    BUILTIN_NAMES.join(", ")
+                ),
+            ));
+        };
+        assignor.configure(config).map_err(|message| {
+            TaskAssignorError::new(
+                name,
+                ErrorKind::Load,
+                format!("configure rejected the configuration: {message}"),
+            )
+        })?;
+        Ok(Self::BuiltIn(Arc::from(assignor)))
+    }
+
     /// The assignor's name.
     pub fn name(&self) -> &str {
         match self {

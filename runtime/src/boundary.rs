@@ -2,7 +2,7 @@
 //! conversion between them and the SDK's domain model. Nothing else in the runtime sees WIT
 //! types.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, Topology};
 
@@ -20,10 +20,10 @@ use bindings::kafka::streams_assignor::types as wit;
 pub(crate) use bindings::AssignorPre;
 pub(crate) use bindings::exports::kafka::streams_assignor::task_assignor::Guest as TaskAssignorApi;
 
-/// Canonical-ABI bytes of one `member-task` entry (three `u32`s).
+/// Canonical-ABI bytes of one `member-tasks` entry (three `u32`s).
 pub(crate) const MEMBER_TASK_BYTES: usize = 12;
-/// Canonical-ABI bytes of one `member-task-offset` entry (three `u32`s, padding, an `s64`).
-const MEMBER_TASK_OFFSET_BYTES: usize = 24;
+/// Canonical-ABI bytes of one `member-task-offsets` entry (three `u32`s and an `s64`).
+const MEMBER_TASK_OFFSET_BYTES: usize = 20;
 /// Canonical-ABI bytes of a string or list header (pointer and length).
 const HEADER_BYTES: usize = 8;
 
@@ -35,29 +35,60 @@ pub(crate) struct Input {
     pub(crate) bytes: usize,
 }
 
-fn task(t: TaskId) -> wit::TaskId {
-    wit::TaskId {
-        subtopology: t.subtopology,
-        partition: t.partition,
-    }
-}
-
 fn string_bytes(s: &str) -> usize {
     HEADER_BYTES + s.len()
 }
 
+fn empty_tasks() -> wit::MemberTasks {
+    wit::MemberTasks {
+        members: Vec::new(),
+        subtopologies: Vec::new(),
+        partitions: Vec::new(),
+    }
+}
+
+fn push_tasks<'a>(
+    list: &mut wit::MemberTasks,
+    member: u32,
+    tasks: impl IntoIterator<Item = &'a TaskId>,
+) {
+    for t in tasks {
+        list.members.push(member);
+        list.subtopologies.push(t.subtopology);
+        list.partitions.push(t.partition);
+    }
+}
+
+fn push_offsets(list: &mut wit::MemberTaskOffsets, member: u32, offsets: &BTreeMap<TaskId, i64>) {
+    for (t, &offset) in offsets {
+        list.members.push(member);
+        list.subtopologies.push(t.subtopology);
+        list.partitions.push(t.partition);
+        list.offsets.push(offset);
+    }
+}
+
+fn empty_offsets() -> wit::MemberTaskOffsets {
+    wit::MemberTaskOffsets {
+        members: Vec::new(),
+        subtopologies: Vec::new(),
+        partitions: Vec::new(),
+        offsets: Vec::new(),
+    }
+}
+
 /// Converts the domain input into WIT values: processes interned, per-member task maps
-/// flattened into `member-task` lists.
+/// flattened into parallel integer lists, each member's entries contiguous and in order.
 pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
     let mut bytes = 0;
     let mut process_index: HashMap<&str, u32> = HashMap::new();
     let mut processes = Vec::new();
     let mut members = Vec::with_capacity(group.members.len());
-    let mut active = Vec::new();
-    let mut standby = Vec::new();
-    let mut warmup = Vec::new();
-    let mut offsets = Vec::new();
-    let mut end_offsets = Vec::new();
+    let mut active = empty_tasks();
+    let mut standby = empty_tasks();
+    let mut warmup = empty_tasks();
+    let mut offsets = empty_offsets();
+    let mut end_offsets = empty_offsets();
     for (index, m) in (0u32..).zip(&group.members) {
         let process = *process_index.entry(&m.process_id).or_insert_with(|| {
             processes.push(m.process_id.clone());
@@ -84,23 +115,15 @@ pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         });
-        let entry = |t: &TaskId| wit::MemberTask {
-            member: index,
-            task: task(*t),
-        };
-        active.extend(m.active_tasks.iter().map(entry));
-        standby.extend(m.standby_tasks.iter().map(entry));
-        warmup.extend(m.warmup_tasks.iter().map(entry));
-        let offset = |(t, o): (&TaskId, &i64)| wit::MemberTaskOffset {
-            member: index,
-            task: task(*t),
-            offset: *o,
-        };
-        offsets.extend(m.task_offsets.iter().map(offset));
-        end_offsets.extend(m.task_end_offsets.iter().map(offset));
+        push_tasks(&mut active, index, &m.active_tasks);
+        push_tasks(&mut standby, index, &m.standby_tasks);
+        push_tasks(&mut warmup, index, &m.warmup_tasks);
+        push_offsets(&mut offsets, index, &m.task_offsets);
+        push_offsets(&mut end_offsets, index, &m.task_end_offsets);
     }
-    bytes += (active.len() + standby.len() + warmup.len()) * MEMBER_TASK_BYTES
-        + (offsets.len() + end_offsets.len()) * MEMBER_TASK_OFFSET_BYTES
+    bytes += (active.members.len() + standby.members.len() + warmup.members.len())
+        * MEMBER_TASK_BYTES
+        + (offsets.members.len() + end_offsets.members.len()) * MEMBER_TASK_OFFSET_BYTES
         + group
             .configs
             .rack_aware_assignment_tags
@@ -121,18 +144,18 @@ pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
                     .source_topics
                     .iter()
                     .map(|t| {
-                        let replica_racks: Vec<_> = (0u32..)
+                        let (replica_partitions, replica_racks): (Vec<u32>, Vec<u32>) = (0u32..)
                             .zip(&t.partition_racks)
                             .flat_map(|(partition, racks)| {
-                                racks
-                                    .iter()
-                                    .map(move |&rack| wit::PartitionReplica { partition, rack })
+                                racks.iter().map(move |&r| (partition, r))
                             })
-                            .collect();
-                        bytes += string_bytes(&t.name) + 4 + HEADER_BYTES + replica_racks.len() * 8;
+                            .unzip();
+                        bytes +=
+                            string_bytes(&t.name) + 4 + 2 * HEADER_BYTES + replica_racks.len() * 8;
                         wit::SourceTopic {
                             name: t.name.clone(),
                             partitions: t.partition_racks.len() as u32,
+                            replica_partitions,
                             replica_racks,
                         }
                     })
@@ -170,13 +193,16 @@ pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
 
 /// Canonical-ABI size of a returned assignment.
 pub(crate) fn output_bytes(out: &wit::GroupAssignment) -> usize {
-    (out.active_tasks.len() + out.standby_tasks.len()) * MEMBER_TASK_BYTES
+    [&out.active_tasks, &out.standby_tasks]
+        .iter()
+        .map(|l| (l.members.len() + l.subtopologies.len() + l.partitions.len()) * 4)
+        .sum()
 }
 
 /// Converts a returned assignment into the domain model for `group`'s members.
 ///
-/// Fails, naming the entry, on what the domain model cannot hold: a member index out of range
-/// or the same task listed twice for one member.
+/// Fails, naming the entry, on what the domain model cannot hold: parallel lists of different
+/// lengths, a member index out of range, or the same task listed twice for one member.
 pub(crate) fn output(
     out: wit::GroupAssignment,
     group: &GroupSpec,
@@ -184,28 +210,60 @@ pub(crate) fn output(
 ) -> Result<GroupAssignment, String> {
     let mut assignment = GroupAssignment::empty_for(group);
     for (kind, list) in [("active", out.active_tasks), ("standby", out.standby_tasks)] {
-        for entry in list {
-            let t = TaskId::new(entry.task.subtopology, entry.task.partition);
-            let Some(m) = assignment.members.get_mut(entry.member as usize) else {
+        let (m, s, p) = (
+            list.members.len(),
+            list.subtopologies.len(),
+            list.partitions.len(),
+        );
+        if m != s || s != p {
+            return Err(format!(
+                "malformed output: the {kind} task lists differ in length (members {m}, \
+                 subtopologies {s}, partitions {p})"
+            ));
+        }
+        let mut lists: Vec<Vec<TaskId>> = vec![Vec::new(); group.members.len()];
+        for ((&member, &s), &p) in list
+            .members
+            .iter()
+            .zip(&list.subtopologies)
+            .zip(&list.partitions)
+        {
+            let t = TaskId::new(s, p);
+            let Some(tasks) = lists.get_mut(member as usize) else {
                 return Err(format!(
-                    "unknown member: {kind} task {} is assigned to member index {}, but the \
-                     group has {} members",
+                    "unknown member: {kind} task {} is assigned to member index {member}, but \
+                     the group has {} members",
                     validate::describe(topology, t),
-                    entry.member,
                     group.members.len()
                 ));
             };
-            let set = if kind == "active" {
-                &mut m.active_tasks
-            } else {
-                &mut m.standby_tasks
-            };
-            if !set.insert(t) {
+            tasks.push(t);
+        }
+        for ((tasks, a), m) in lists
+            .into_iter()
+            .zip(&mut assignment.members)
+            .zip(&group.members)
+        {
+            let count = tasks.len();
+            // Bulk-built from sorted input: far cheaper than inserting one by one.
+            let set: BTreeSet<TaskId> = tasks.iter().copied().collect();
+            if set.len() != count {
+                let mut sorted = tasks;
+                sorted.sort_unstable();
+                let twice = sorted
+                    .windows(2)
+                    .find(|w| w[0] == w[1])
+                    .map_or(sorted[0], |w| w[0]);
                 return Err(format!(
                     "duplicate {kind} task: {} is listed twice for member \"{}\"",
-                    validate::describe(topology, t),
-                    group.members[entry.member as usize].member_id
+                    validate::describe(topology, twice),
+                    m.member_id
                 ));
+            }
+            if kind == "active" {
+                a.active_tasks = set;
+            } else {
+                a.standby_tasks = set;
             }
         }
     }
@@ -240,13 +298,11 @@ mod tests {
         (group, topology)
     }
 
-    fn entry(member: u32, partition: u32) -> wit::MemberTask {
-        wit::MemberTask {
-            member,
-            task: wit::TaskId {
-                subtopology: 0,
-                partition,
-            },
+    fn tasks(entries: &[(u32, u32)]) -> wit::MemberTasks {
+        wit::MemberTasks {
+            members: entries.iter().map(|e| e.0).collect(),
+            subtopologies: vec![0; entries.len()],
+            partitions: entries.iter().map(|e| e.1).collect(),
         }
     }
 
@@ -257,29 +313,32 @@ mod tests {
         let input = super::input(&group, &topology);
         assert_eq!(input.group.processes, ["p"]);
         assert_eq!(input.group.members[0].process, 0);
-        assert_eq!(input.group.active_tasks.len(), 1);
-        assert_eq!(input.group.active_tasks[0].task.partition, 1);
+        assert_eq!(input.group.active_tasks.members, [0]);
+        assert_eq!(input.group.active_tasks.partitions, [1]);
         assert!(input.bytes >= MEMBER_TASK_BYTES + "a".len() + "p".len() + "s".len());
     }
 
-    /// A member index past the group and a task listed twice for one member are rejected
-    /// with the member and task named.
+    /// Lists of different lengths, a member index past the group and a task listed twice for
+    /// one member are rejected with the member and task named.
     #[test]
     fn output_rejects_what_the_model_cannot_hold() {
         let (group, topology) = input();
         let out = |active| wit::GroupAssignment {
             active_tasks: active,
-            standby_tasks: Vec::new(),
+            standby_tasks: tasks(&[]),
         };
-        let ok = output(out(vec![entry(0, 0), entry(0, 1)]), &group, &topology).expect("ok");
+        let ok = output(out(tasks(&[(0, 0), (0, 1)])), &group, &topology).expect("ok");
         assert_eq!(ok.members[0].active_tasks.len(), 2);
-        let unknown = output(out(vec![entry(3, 0)]), &group, &topology).expect_err("member 3");
+        let mut ragged = tasks(&[(0, 0)]);
+        ragged.partitions.push(1);
+        let ragged = output(out(ragged), &group, &topology).expect_err("ragged");
+        assert!(ragged.starts_with("malformed output"), "{ragged}");
+        let unknown = output(out(tasks(&[(3, 0)])), &group, &topology).expect_err("member 3");
         assert!(
             unknown.starts_with("unknown member: active task s_0 is assigned to member index 3"),
             "{unknown}"
         );
-        let twice =
-            output(out(vec![entry(0, 1), entry(0, 1)]), &group, &topology).expect_err("dup");
+        let twice = output(out(tasks(&[(0, 1), (0, 1)])), &group, &topology).expect_err("dup");
         assert_eq!(
             twice,
             "duplicate active task: s_1 is listed twice for member \"a\""

@@ -80,10 +80,10 @@ impl ArtifactCache {
             }
         }
         let component = compile()?;
-        if let Some(path) = on_disk {
-            if let Err(e) = store(&component, &path) {
-                tracing::warn!(path = %path.display(), error = %e, "could not cache compiled artifact");
-            }
+        if let Some(path) = on_disk
+            && let Err(e) = store(&component, &path)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not cache compiled artifact");
         }
         self.lock().insert(*hash, component.clone());
         Ok(component)

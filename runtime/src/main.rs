@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use assignor_runtime::{
-    Assignor, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
+    Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Runtime, Usage,
     builtin, json,
 };
@@ -146,24 +146,14 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
             .load_file(&args.assignor, &config)
             .map(|c| Assignor::Component(c.into()))
     } else {
-        let Some(mut a) = builtin(&args.assignor) else {
+        if builtin(&args.assignor).is_none() {
             anyhow::bail!(
                 "no built-in assignor named {:?} (built-ins: {}); a component file must end in .wasm",
                 args.assignor,
-                assignor_runtime::BUILTIN_NAMES.join(", ")
+                BUILTIN_NAMES.join(", ")
             );
-        };
-        let configured = std::sync::Arc::get_mut(&mut a)
-            .expect("a fresh built-in is not shared")
-            .configure(&config);
-        match configured {
-            Ok(()) => Ok(Assignor::BuiltIn(a)),
-            Err(message) => Err(assignor_runtime::TaskAssignorError::new(
-                &args.assignor,
-                assignor_runtime::ErrorKind::Load,
-                format!("configure rejected the configuration: {message}"),
-            )),
         }
+        Assignor::builtin(&args.assignor, &config)
     };
     let result = assignor.and_then(|a| a.assign(&group, &topology));
     let mut stdout = std::io::stdout().lock();

@@ -143,7 +143,10 @@ mod tests {
         )
     }
 
-    fn assignment(entries: [(&[TaskId], &[TaskId]); 2]) -> GroupAssignment {
+    /// Per member: (active tasks, standby tasks).
+    type Entries<'a> = [(&'a [TaskId], &'a [TaskId]); 2];
+
+    fn assignment(entries: Entries<'_>) -> GroupAssignment {
         GroupAssignment {
             members: entries
                 .iter()
@@ -159,7 +162,7 @@ mod tests {
     const S1: TaskId = TaskId::new(0, 1);
     const L0: TaskId = TaskId::new(1, 0);
 
-    fn check(entries: [(&[TaskId], &[TaskId]); 2]) -> Result<(), String> {
+    fn check(entries: Entries<'_>) -> Result<(), String> {
         let (group, topology) = input();
         validate(&group, &topology, &assignment(entries))
     }
@@ -173,7 +176,7 @@ mod tests {
     /// Each rule, broken alone, is reported by name with the task and member.
     #[test]
     fn each_rule_is_reported() {
-        let cases: [([(&[TaskId], &[TaskId]); 2], &str); 5] = [
+        let cases: [(Entries<'_>, &str); 5] = [
             (
                 [(&[S0, S1, L0], &[]), (&[S1], &[])],
                 "duplicate active task: s_1 is active on member \"a\" and member \"b\"",

@@ -1,7 +1,7 @@
 //! The same input gives byte-identical output and identical fuel, and the sandboxed sample
 //! matches the native built-in output for output.
 
-use assignor_runtime::{Assignor, Limits, builtin, json};
+use assignor_runtime::{Assignor, Limits, json};
 use assignor_tests::guests;
 
 use crate::common::{example, load, runtime};
@@ -41,7 +41,7 @@ fn hashmap_order_is_deterministic_across_runtimes() {
 fn component_and_builtin_agree() {
     let runtime = runtime(Limits::default());
     let component = load(&runtime, guests::BALANCED, &[]);
-    let native = Assignor::BuiltIn(builtin("balanced").expect("balanced is built in"));
+    let native = Assignor::builtin("balanced", &Default::default()).expect("balanced is built in");
     let (group, topology) = example();
     let (sandboxed, _) = component.assign(&group, &topology).expect("assigns");
     let (direct, usage) = native.assign(&group, &topology).expect("assigns");

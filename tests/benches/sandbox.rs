@@ -145,7 +145,8 @@ fn sandbox(c: &mut Criterion) {
     let balanced = load(&runtime, guests::BALANCED);
     let probe = load(&runtime, guests::PROBE_ECHO);
     let native = assignor_runtime::builtin("balanced").expect("`balanced` is a built-in");
-    let native_validated = Assignor::BuiltIn(native.clone());
+    let native_validated =
+        Assignor::builtin("balanced", &Default::default()).expect("`balanced` is a built-in");
 
     let inputs: Vec<Inputs> = SIZES
         .iter()
