@@ -7,7 +7,7 @@ use std::fmt;
 use std::time::Instant;
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
-use wasmtime::{Store, Trap};
+use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 
 use crate::boundary::{self, AssignorPre};
 use crate::cache::{self, ContentHash};
@@ -60,10 +60,13 @@ impl ComponentAssignor {
             name: origin.to_owned(),
             config: config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         };
-        let mut sandbox = this.sandbox();
-        let name = this
-            .instantiate_and(&mut sandbox, |api, store| api.call_name(store))
-            .map_err(|e| this.classify(e, &sandbox, "calling name()"))?;
+        // Each sandbox is dropped before the next is made: it holds one of the runtime's
+        // instance slots.
+        let name = {
+            let mut sandbox = this.sandbox();
+            this.instantiate_and(&mut sandbox, |api, store| api.call_name(store))
+                .map_err(|e| this.classify(e, &sandbox, "calling name()"))?
+        };
         if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_whitespace) {
             return Err(TaskAssignorError::new(
                 origin,
@@ -240,6 +243,17 @@ impl ComponentAssignor {
         let limits = &self.runtime.inner.limits;
         let state = sandbox.store.data();
         let output = sandbox.capture.text();
+        if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+            return TaskAssignorError::new(
+                &self.name,
+                ErrorKind::Trap,
+                format!(
+                    "not started: the runtime is already running its maximum of {} concurrent \
+                     calls; retry later",
+                    limits.get_max_concurrent_calls()
+                ),
+            );
+        }
         let (kind, mut message) = match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => (
                 ErrorKind::OutOfFuel,

@@ -18,6 +18,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 << 20;
 /// Default cap on captured guest stdout/stderr: the last 16 KiB are kept.
 pub const DEFAULT_MAX_STDERR_BYTES: usize = 16 << 10;
+/// Default number of calls one runtime runs at once: 256. Instances come from a pool of this
+/// many pre-reserved slots, which makes a fresh instance per call cheap.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 256;
 /// Default cap on a component's size at load: 32 MiB (a release-built Rust assignor is
 /// ~100 KB).
 pub const DEFAULT_MAX_COMPONENT_BYTES: usize = 32 << 20;
@@ -43,6 +46,7 @@ pub struct Limits {
     max_output_bytes: usize,
     max_stderr_bytes: usize,
     max_component_bytes: usize,
+    max_concurrent_calls: u32,
 }
 
 impl Default for Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_stderr_bytes: DEFAULT_MAX_STDERR_BYTES,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
         }
     }
 }
@@ -110,6 +115,14 @@ impl Limits {
         self
     }
 
+    /// How many calls a runtime runs at once (its instance pool size); a call beyond it fails
+    /// at once rather than waiting. Fixed when a [`Runtime`](crate::Runtime) is created.
+    /// Default [`DEFAULT_MAX_CONCURRENT_CALLS`].
+    pub fn max_concurrent_calls(mut self, calls: u32) -> Self {
+        self.max_concurrent_calls = calls;
+        self
+    }
+
     /// The fuel limit, `None` when disabled.
     pub fn get_fuel(&self) -> Option<u64> {
         self.fuel
@@ -143,5 +156,10 @@ impl Limits {
     /// The component size limit in bytes.
     pub fn get_max_component_bytes(&self) -> usize {
         self.max_component_bytes
+    }
+
+    /// The concurrent call limit.
+    pub fn get_max_concurrent_calls(&self) -> u32 {
+        self.max_concurrent_calls
     }
 }

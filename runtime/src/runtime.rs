@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::boundary::AssignorPre;
 use crate::cache::{self, ArtifactCache};
@@ -19,6 +19,13 @@ use crate::wasi::{self, CallState};
 
 /// How often the epoch advances; wall-clock deadlines are rounded up to it.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Core instances (and tables) budgeted per component in the instance pool: a Rust
+/// `wasm32-wasip2` component has its module plus a few adapter shims.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+
+/// Bytes of each pooled memory and table kept resident between calls.
+const KEEP_RESIDENT_BYTES: usize = 4 << 20;
 
 /// The export every assignor component must have: the `task-assignor` interface of the WIT
 /// package version this runtime speaks.
@@ -57,11 +64,24 @@ impl Runtime {
 
     fn build(limits: Limits, cache_dir: Option<PathBuf>) -> wasmtime::Result<Self> {
         let mut config = Config::new();
+        // A pool of pre-reserved instance slots: a fresh instance per call then costs no
+        // mmap/munmap, and keeping the first pages of each slot's memory resident (zeroed
+        // instead of released) saves re-faulting them on the next call.
+        let calls = limits.get_max_concurrent_calls();
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(calls)
+            .total_memories(calls)
+            .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+            .total_tables(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+            .max_memory_size(limits.get_memory_bytes())
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(KEEP_RESIDENT_BYTES);
         config
             .wasm_component_model(true)
             .consume_fuel(true)
             .epoch_interruption(true)
-            .max_wasm_stack(limits.get_wasm_stack_bytes());
+            .max_wasm_stack(limits.get_wasm_stack_bytes())
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;

@@ -138,3 +138,41 @@ fn chatty_guest_keeps_working_and_output_is_bounded() {
         .assign(&group, &topology)
         .expect("chatter is not an error");
 }
+
+/// A call beyond the runtime's concurrency limit fails at once with a clear message, and the
+/// runtime serves calls again once the slot is free.
+#[test]
+fn calls_beyond_the_concurrency_limit_fail_fast() {
+    let limits = Limits::default()
+        .max_concurrent_calls(1)
+        .fuel(None)
+        .timeout(Duration::from_millis(1500));
+    let runtime = runtime(limits);
+    let looping = std::sync::Arc::new(load(&runtime, guests::ENDLESS_LOOP, &[]));
+    let good = load(&runtime, guests::BALANCED, &[]);
+    let (group, topology) = example();
+    let busy = std::thread::scope(|scope| {
+        let occupant = scope.spawn(|| looping.assign(&group, &topology));
+        let start = Instant::now();
+        // The occupant may not have started yet: call until the slot is seen taken.
+        let busy = loop {
+            match good.assign(&group, &topology) {
+                Err(e) => break Some(e),
+                Ok(_) if start.elapsed() < Duration::from_secs(1) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(_) => break None,
+            }
+        };
+        let occupant = occupant.join().expect("the occupant thread returns");
+        assert_eq!(occupant.expect_err("endless").kind, ErrorKind::Timeout);
+        busy
+    });
+    let busy = busy.expect("a second call while the only slot is taken must fail");
+    assert!(
+        busy.message.contains("maximum of 1 concurrent calls"),
+        "{busy}"
+    );
+    good.assign(&group, &topology)
+        .expect("the slot is free again");
+}

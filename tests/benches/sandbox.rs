@@ -32,8 +32,10 @@
 //! - `load/compile`: `Runtime::load` on a fresh runtime without a cache (Cranelift compile
 //!   and the rest; creating the runtime is excluded).
 //!
-//! Before the groups run, the fuel, peak memory and canonical-ABI input/output bytes of one
-//! call of the balanced component and of the probe are printed to stderr for every size.
+//! The `call`, `native*` and `boundary*` times include dropping the returned assignment (one
+//! `BTreeSet` pair per member), as a caller would. Before the groups run, the fuel, peak
+//! memory and canonical-ABI input/output bytes of one call of the balanced component and of
+//! the probe are printed to stderr for every size.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
