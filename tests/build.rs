@@ -67,6 +67,7 @@ const GUESTS: &[(&str, Expect)] = &[
     ("hashmap-user", Expect::Ok),
     ("forbidden-import", Expect::Load),
     ("probe-echo", Expect::Ok),
+    ("probe-raw", Expect::Ok),
     ("not-an-assignor", Expect::Load),
 ];
 

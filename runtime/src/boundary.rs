@@ -2,7 +2,7 @@
 //! conversion between them and the SDK's domain model. Nothing else in the runtime sees WIT
 //! types.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, Topology};
 
@@ -39,11 +39,11 @@ fn string_bytes(s: &str) -> usize {
     HEADER_BYTES + s.len()
 }
 
-fn empty_tasks() -> wit::MemberTasks {
+fn tasks_with_capacity(n: usize) -> wit::MemberTasks {
     wit::MemberTasks {
-        members: Vec::new(),
-        subtopologies: Vec::new(),
-        partitions: Vec::new(),
+        members: Vec::with_capacity(n),
+        subtopologies: Vec::with_capacity(n),
+        partitions: Vec::with_capacity(n),
     }
 }
 
@@ -68,12 +68,12 @@ fn push_offsets(list: &mut wit::MemberTaskOffsets, member: u32, offsets: &BTreeM
     }
 }
 
-fn empty_offsets() -> wit::MemberTaskOffsets {
+fn offsets_with_capacity(n: usize) -> wit::MemberTaskOffsets {
     wit::MemberTaskOffsets {
-        members: Vec::new(),
-        subtopologies: Vec::new(),
-        partitions: Vec::new(),
-        offsets: Vec::new(),
+        members: Vec::with_capacity(n),
+        subtopologies: Vec::with_capacity(n),
+        partitions: Vec::with_capacity(n),
+        offsets: Vec::with_capacity(n),
     }
 }
 
@@ -84,11 +84,12 @@ pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
     let mut process_index: HashMap<&str, u32> = HashMap::new();
     let mut processes = Vec::new();
     let mut members = Vec::with_capacity(group.members.len());
-    let mut active = empty_tasks();
-    let mut standby = empty_tasks();
-    let mut warmup = empty_tasks();
-    let mut offsets = empty_offsets();
-    let mut end_offsets = empty_offsets();
+    let count = |f: fn(&assignor_sdk::Member) -> usize| group.members.iter().map(f).sum::<usize>();
+    let mut active = tasks_with_capacity(count(|m| m.active_tasks.len()));
+    let mut standby = tasks_with_capacity(count(|m| m.standby_tasks.len()));
+    let mut warmup = tasks_with_capacity(count(|m| m.warmup_tasks.len()));
+    let mut offsets = offsets_with_capacity(count(|m| m.task_offsets.len()));
+    let mut end_offsets = offsets_with_capacity(count(|m| m.task_end_offsets.len()));
     for (index, m) in (0u32..).zip(&group.members) {
         let process = *process_index.entry(&m.process_id).or_insert_with(|| {
             processes.push(m.process_id.clone());
@@ -221,49 +222,56 @@ pub(crate) fn output(
                  subtopologies {s}, partitions {p})"
             ));
         }
-        let mut lists: Vec<Vec<TaskId>> = vec![Vec::new(); group.members.len()];
-        for ((&member, &s), &p) in list
+        let entries = list
             .members
             .iter()
             .zip(&list.subtopologies)
             .zip(&list.partitions)
-        {
-            let t = TaskId::new(s, p);
-            let Some(tasks) = lists.get_mut(member as usize) else {
+            .map(|((&m, &s), &p)| (m as usize, TaskId::new(s, p)));
+        let mut run: Vec<TaskId> = Vec::new();
+        let mut entries = entries.peekable();
+        while let Some((member, first)) = entries.next() {
+            // Guests built with the SDK send each member's tasks as one sorted run; a set is
+            // bulk-built from it, far cheaper than inserting one by one.
+            run.clear();
+            run.push(first);
+            while let Some(&(m, t)) = entries.peek() {
+                if m != member {
+                    break;
+                }
+                run.push(t);
+                entries.next();
+            }
+            let Some(a) = assignment.members.get_mut(member) else {
                 return Err(format!(
                     "unknown member: {kind} task {} is assigned to member index {member}, but \
                      the group has {} members",
-                    validate::describe(topology, t),
+                    validate::describe(topology, first),
                     group.members.len()
                 ));
             };
-            tasks.push(t);
-        }
-        for ((tasks, a), m) in lists
-            .into_iter()
-            .zip(&mut assignment.members)
-            .zip(&group.members)
-        {
-            let count = tasks.len();
-            // Bulk-built from sorted input: far cheaper than inserting one by one.
-            let set: BTreeSet<TaskId> = tasks.iter().copied().collect();
-            if set.len() != count {
-                let mut sorted = tasks;
-                sorted.sort_unstable();
-                let twice = sorted
-                    .windows(2)
-                    .find(|w| w[0] == w[1])
-                    .map_or(sorted[0], |w| w[0]);
+            let set = if kind == "active" {
+                &mut a.active_tasks
+            } else {
+                &mut a.standby_tasks
+            };
+            let duplicate = if set.is_empty() {
+                *set = run.iter().copied().collect();
+                (set.len() != run.len()).then(|| {
+                    run.sort_unstable();
+                    run.windows(2)
+                        .find(|w| w[0] == w[1])
+                        .map_or(first, |w| w[0])
+                })
+            } else {
+                run.iter().copied().find(|&t| !set.insert(t))
+            };
+            if let Some(twice) = duplicate {
                 return Err(format!(
                     "duplicate {kind} task: {} is listed twice for member \"{}\"",
                     validate::describe(topology, twice),
-                    m.member_id
+                    group.members[member].member_id
                 ));
-            }
-            if kind == "active" {
-                a.active_tasks = set;
-            } else {
-                a.standby_tasks = set;
             }
         }
     }

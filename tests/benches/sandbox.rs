@@ -16,13 +16,15 @@
 //!   `TaskAssignor::assign` alone.
 //! - `native-validated/balanced/{..}`: `Assignor::BuiltIn(..).assign`: the native algorithm
 //!   plus output validation. `call − native-validated` is what the sandbox adds.
-//! - `boundary/{..}`: the `probe-echo` guest, which returns its input's current assignment
-//!   and does no work, on the input with a previous assignment (one active and one standby
-//!   per task), through `assign_unvalidated` (no validation): input in, output out, plus the
-//!   fixed per-call cost.
-//! - `boundary-fixed/tiny`: the same probe on a one-member, one-task group: the fixed
+//! - `boundary/{raw,sdk}/{..}`: probe guests that return their input's current assignment and
+//!   do no work, on the input with a previous assignment (one active and one standby per
+//!   task), through `assign_unvalidated` (no validation): input in, output out, plus the
+//!   fixed per-call cost. `raw` (`probe-raw`) echoes the WIT lists from the generated
+//!   bindings: the crossing alone, with the host's conversions. `sdk` (`probe-echo`) goes
+//!   through the SDK's domain model, as every SDK assignor does.
+//! - `boundary-fixed/{raw,sdk}`: the same probes on a one-member, one-task group: the fixed
 //!   per-call cost (fresh store and instance, `configure`, `assign`). The boundary alone is
-//!   `boundary/N − boundary-fixed/tiny`.
+//!   `boundary/P/N − boundary-fixed/P`.
 //! - `fresh-instance`: store creation and instantiation of the balanced component only.
 //! - `load/memory-cache`: `Runtime::load` of a component the runtime has already compiled
 //!   (hash, checks, `instantiate_pre`, the `name()` and `configure()` calls).
@@ -146,6 +148,8 @@ fn sandbox(c: &mut Criterion) {
     let runtime = Runtime::new(Limits::default()).expect("engine configuration is valid");
     let balanced = load(&runtime, guests::BALANCED);
     let probe = load(&runtime, guests::PROBE_ECHO);
+    let raw = load(&runtime, guests::PROBE_RAW);
+    let probes = [("sdk", &probe), ("raw", &raw)];
     let native = assignor_runtime::builtin("balanced").expect("`balanced` is a built-in");
     let native_validated =
         Assignor::builtin("balanced", &Default::default()).expect("`balanced` is a built-in");
@@ -226,22 +230,26 @@ fn sandbox(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("boundary");
-    for input in &inputs {
-        let (g, t) = &input.previous;
-        group.bench_with_input(BenchmarkId::from_parameter(input.members), &(), |b, ()| {
-            b.iter(|| probe.assign_unvalidated(g, t).expect("probe echoes"));
-        });
+    for (name, probe) in probes {
+        for input in &inputs {
+            let (g, t) = &input.previous;
+            group.bench_with_input(BenchmarkId::new(name, input.members), &(), |b, ()| {
+                b.iter(|| probe.assign_unvalidated(g, t).expect("probe echoes"));
+            });
+        }
     }
     group.finish();
 
     let mut group = c.benchmark_group("boundary-fixed");
-    group.bench_function("tiny", |b| {
-        b.iter(|| {
-            probe
-                .assign_unvalidated(&tiny.0, &tiny.1)
-                .expect("probe echoes")
+    for (name, probe) in probes {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                probe
+                    .assign_unvalidated(&tiny.0, &tiny.1)
+                    .expect("probe echoes")
+            });
         });
-    });
+    }
     group.finish();
 
     c.bench_function("fresh-instance", |b| {
