@@ -8,6 +8,8 @@
 //! The nested `cargo build` uses its own target directory (`<target>/guests`): the outer build
 //! holds the lock on the normal one.
 
+#![deny(missing_docs)]
+
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -100,27 +102,41 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
 }
 
 /// Installs the guest target with rustup when the toolchain lacks it.
+///
+/// Two build scripts (the runtime's and the tests') may get here at once on a fresh machine:
+/// if `rustup` fails, the other one may just have installed the target, so look again before
+/// giving up.
 fn ensure_target() {
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    if sysroot.is_some_and(|s| s.join("lib/rustlib").join(TARGET).exists()) {
+    if target_installed() {
         return;
     }
     println!("cargo:warning=installing the {TARGET} target with rustup");
     let status = Command::new("rustup")
         .args(["target", "add", TARGET])
         .status();
+    for _ in 0..30 {
+        if target_installed() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
     match status {
-        Ok(s) if s.success() => {}
         Ok(s) => panic!("`rustup target add {TARGET}` failed ({s}); install the target and retry"),
         Err(e) => panic!(
             "the {TARGET} target is missing and rustup could not be run ({e}); install the \
              target for this toolchain and retry"
         ),
     }
+}
+
+/// Whether the toolchain running this build has the guest target's standard library.
+fn target_installed() -> bool {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .is_some_and(|sysroot| sysroot.join("lib/rustlib").join(TARGET).exists())
 }

@@ -10,6 +10,8 @@
 //! It ignores the current assignment: it is balanced, not sticky. Build the component with
 //! `cargo build --release --target wasm32-wasip2 -p balanced-assignor`.
 
+#![deny(missing_docs)]
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
