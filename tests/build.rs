@@ -66,6 +66,7 @@ const GUESTS: &[(&str, Expect)] = &[
     ("chatty", Expect::Ok),
     ("hashmap-user", Expect::Ok),
     ("forbidden-import", Expect::Load),
+    ("bad-name", Expect::Load),
     ("probe-echo", Expect::Ok),
     ("probe-raw", Expect::Ok),
     ("not-an-assignor", Expect::Load),

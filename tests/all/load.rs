@@ -92,3 +92,19 @@ fn compiled_components_are_cached_on_disk() {
     assert_eq!(a.sha256(), b.sha256());
     assert_eq!(b.name(), "balanced");
 }
+
+/// A `name()` that cannot be selected in a config (whitespace) is refused at load.
+#[test]
+fn unusable_name_is_refused() {
+    let runtime = runtime(Limits::default());
+    let error = try_load(&runtime, guests::BAD_NAME, &[]).expect_err("bad name");
+    assert_eq!(error.kind, ErrorKind::Load);
+    assert!(
+        error.assignor.ends_with("guest_bad_name.wasm"),
+        "named by file: {error}"
+    );
+    assert!(
+        error.message.contains(r#"name() returned "my assignor""#),
+        "{error}"
+    );
+}
