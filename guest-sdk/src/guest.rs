@@ -5,7 +5,7 @@
 //! [`export!`]: crate::export
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use crate::assignor::TaskAssignor;
@@ -13,6 +13,7 @@ use crate::model::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskId,
     Topology,
 };
+use crate::task_set::TaskSet;
 
 /// Generated bindings; `export!` needs to name them, nobody else should.
 #[allow(unsafe_code, missing_docs, unused_qualifications)]
@@ -106,9 +107,9 @@ fn topology_from_wit(t: wit::Topology) -> Topology {
 }
 
 /// The entries of `tasks`, grouped by member: the host sends each member's tasks
-/// contiguously and in order, so each group becomes a `BTreeSet` by bulk build.
-fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<BTreeSet<TaskId>> {
-    let mut sets = vec![BTreeSet::new(); members];
+/// contiguously and in order, so each run becomes a `TaskSet` without sorting.
+fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<TaskSet> {
+    let mut sets = vec![TaskSet::new(); members];
     let entries = tasks
         .members
         .iter()
@@ -118,7 +119,6 @@ fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<BTreeSet<TaskId>>
     for (member, run) in runs(entries) {
         let set = &mut sets[member as usize];
         if set.is_empty() {
-            // Bulk build from the sorted run.
             *set = run.into_iter().collect();
         } else {
             set.extend(run);

@@ -46,6 +46,7 @@
 //! # Layout
 //!
 //! - `model`: the domain types ([`GroupSpec`], [`Topology`], [`GroupAssignment`], [`TaskId`]).
+//! - `task_set`: [`TaskSet`], the sorted-vector task set members' assignments are made of.
 //! - `assignor`: the [`TaskAssignor`] trait and [`AssignError`].
 //! - `guest` (wasm32 only): wit-bindgen glue and the WIT ⇄ model conversion behind [`export!`].
 
@@ -53,6 +54,7 @@
 
 mod assignor;
 mod model;
+mod task_set;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -63,6 +65,7 @@ pub use model::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, SourceTopic,
     Subtopology, TaskId, Topology,
 };
+pub use task_set::TaskSet;
 
 /// Not public API: what [`export!`] expands to needs these paths.
 #[doc(hidden)]

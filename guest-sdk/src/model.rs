@@ -4,8 +4,10 @@
 //! two integers), so sets of tasks are cheap to build, compare and move across the sandbox
 //! boundary; [`Topology::subtopology_id`] gives the Kafka id back.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
+
+use crate::TaskSet;
 
 /// A task: one partition of one subtopology (Kafka's `TaskId`).
 ///
@@ -114,11 +116,11 @@ pub struct Member {
     /// Client tags, used for rack-aware standby placement.
     pub client_tags: BTreeMap<String, String>,
     /// Current target active tasks.
-    pub active_tasks: BTreeSet<TaskId>,
+    pub active_tasks: TaskSet,
     /// Current target standby tasks.
-    pub standby_tasks: BTreeSet<TaskId>,
+    pub standby_tasks: TaskSet,
     /// Current warm-up tasks.
-    pub warmup_tasks: BTreeSet<TaskId>,
+    pub warmup_tasks: TaskSet,
     /// Last reported cumulative offsets of assigned or dormant tasks (local state).
     pub task_offsets: BTreeMap<TaskId, i64>,
     /// Last reported end offsets.
@@ -155,9 +157,9 @@ impl GroupAssignment {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemberAssignment {
     /// Active tasks.
-    pub active_tasks: BTreeSet<TaskId>,
+    pub active_tasks: TaskSet,
     /// Standby tasks (stateful subtopologies only).
-    pub standby_tasks: BTreeSet<TaskId>,
+    pub standby_tasks: TaskSet,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, Topology};
+use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, TaskSet, Topology};
 
 use crate::validate;
 
@@ -222,25 +222,19 @@ pub(crate) fn output(
                  subtopologies {s}, partitions {p})"
             ));
         }
-        let entries = list
+        let mut entries = list
             .members
             .iter()
             .zip(&list.subtopologies)
             .zip(&list.partitions)
-            .map(|((&m, &s), &p)| (m as usize, TaskId::new(s, p)));
-        let mut run: Vec<TaskId> = Vec::new();
-        let mut entries = entries.peekable();
+            .map(|((&m, &s), &p)| (m as usize, TaskId::new(s, p)))
+            .peekable();
         while let Some((member, first)) = entries.next() {
-            // Guests built with the SDK send each member's tasks as one sorted run; a set is
-            // bulk-built from it, far cheaper than inserting one by one.
-            run.clear();
-            run.push(first);
-            while let Some(&(m, t)) = entries.peek() {
-                if m != member {
-                    break;
-                }
+            // Guests built with the SDK send each member's tasks as one sorted run, which
+            // becomes the member's set as it is.
+            let mut run = vec![first];
+            while let Some((_, t)) = entries.next_if(|&(m, _)| m == member) {
                 run.push(t);
-                entries.next();
             }
             let Some(a) = assignment.members.get_mut(member) else {
                 return Err(format!(
@@ -255,24 +249,17 @@ pub(crate) fn output(
             } else {
                 &mut a.standby_tasks
             };
-            let duplicate = if set.is_empty() {
-                *set = run.iter().copied().collect();
-                (set.len() != run.len()).then(|| {
-                    run.sort_unstable();
-                    run.windows(2)
-                        .find(|w| w[0] == w[1])
-                        .map_or(first, |w| w[0])
-                })
-            } else {
-                run.iter().copied().find(|&t| !set.insert(t))
-            };
-            if let Some(twice) = duplicate {
-                return Err(format!(
+            if !set.is_empty() {
+                // The member's tasks came in more than one run.
+                run.extend(set.iter());
+            }
+            *set = TaskSet::from_unique(run).map_err(|twice| {
+                format!(
                     "duplicate {kind} task: {} is listed twice for member \"{}\"",
                     validate::describe(topology, twice),
                     group.members[member].member_id
-                ));
-            }
+                )
+            })?;
         }
     }
     Ok(assignment)

@@ -1,12 +1,12 @@
 //! The JSON contract (DESIGN §5): the group input `assignor assign` reads and the assignment,
 //! usage and error objects it prints. Input errors name the offending field by path.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskId,
-    Topology,
+    TaskSet, Topology,
 };
 use serde::{Deserialize, Serialize};
 
@@ -187,14 +187,14 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
         }
         Ok(TaskId::new(s, partition))
     };
-    let tasks = |path: String, map: &TaskMap| -> Result<BTreeSet<TaskId>, InputError> {
-        let mut set = BTreeSet::new();
+    let tasks = |path: String, map: &TaskMap| -> Result<TaskSet, InputError> {
+        let mut tasks = Vec::new();
         for (sid, partitions) in map {
             for &p in partitions {
-                set.insert(task(&path, sid, p)?);
+                tasks.push(task(&path, sid, p)?);
             }
         }
-        Ok(set)
+        Ok(tasks.into_iter().collect())
     };
     let offsets = |path: String, map: &OffsetMap| -> Result<BTreeMap<TaskId, i64>, InputError> {
         let mut out = BTreeMap::new();
@@ -270,7 +270,7 @@ pub fn assignment_doc(
     topology: &Topology,
     assignment: &GroupAssignment,
 ) -> AssignmentDoc {
-    let map = |tasks: &BTreeSet<TaskId>| {
+    let map = |tasks: &TaskSet| {
         let mut out = TaskMap::new();
         for &t in tasks {
             let id = topology.subtopology_id(t).unwrap_or("?").to_owned();

@@ -35,7 +35,7 @@
 //!   and the rest; creating the runtime is excluded).
 //!
 //! The `call`, `native*` and `boundary*` times include dropping the returned assignment (one
-//! `BTreeSet` pair per member), as a caller would. Before the groups run, the fuel, peak
+//! `TaskSet` pair per member), as a caller would. Before the groups run, the fuel, peak
 //! memory and canonical-ABI input/output bytes of one call of the balanced component and of
 //! the probe are printed to stderr for every size.
 

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use assignor_sdk::{
-    AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskId,
+    AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskSet,
     Topology,
 };
 use balanced_assignor::BalancedAssignor;
@@ -151,9 +151,7 @@ fn member_order_does_not_matter() {
     let mut reversed = group.clone();
     reversed.members.reverse();
     let b = assign(&reversed, &topology);
-    let by_id = |g: &GroupSpec,
-                 a: &GroupAssignment|
-     -> BTreeMap<String, (BTreeSet<TaskId>, BTreeSet<TaskId>)> {
+    let by_id = |g: &GroupSpec, a: &GroupAssignment| -> BTreeMap<String, (TaskSet, TaskSet)> {
         g.members
             .iter()
             .zip(&a.members)
