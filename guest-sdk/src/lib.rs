@@ -46,6 +46,8 @@
 //! # Layout
 //!
 //! - `model`: the domain types ([`GroupSpec`], [`Topology`], [`GroupAssignment`], [`TaskId`]).
+//! - `validate`: [`validate`], the rules every assignment must satisfy (the runtime enforces
+//!   them on every result).
 //! - `task_set`: [`TaskSet`], the sorted-vector task set members' assignments are made of.
 //! - `assignor`: the [`TaskAssignor`] trait and [`AssignError`].
 //! - `guest` (wasm32 only): wit-bindgen glue and the WIT ⇄ model conversion behind [`export!`].
@@ -55,6 +57,7 @@
 mod assignor;
 mod model;
 mod task_set;
+mod validate;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
@@ -66,6 +69,7 @@ pub use model::{
     Subtopology, TaskId, Topology,
 };
 pub use task_set::TaskSet;
+pub use validate::validate;
 
 /// Not public API: what [`export!`] expands to needs these paths.
 #[doc(hidden)]

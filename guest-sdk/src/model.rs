@@ -64,6 +64,15 @@ impl Topology {
         })
     }
 
+    /// A task as Kafka users know it, `<subtopology id>_<partition>`; an index out of range
+    /// shows as `<subtopology #N>`.
+    pub fn task_name(&self, task: TaskId) -> String {
+        match self.subtopology_id(task) {
+            Some(id) => format!("{id}_{}", task.partition),
+            None => format!("<subtopology #{}>_{}", task.subtopology, task.partition),
+        }
+    }
+
     /// Whether `task` exists in this topology.
     pub fn contains(&self, task: TaskId) -> bool {
         self.subtopology(task)

@@ -12,7 +12,6 @@ use crate::builtin::{BUILTIN_NAMES, builtin};
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::usage::Usage;
-use crate::validate;
 
 /// An assignor the runtime can call: native built-in or sandboxed component.
 #[derive(Clone)]
@@ -128,7 +127,7 @@ fn assign_native(
                 ));
             }
         };
-    validate::validate(group, topology, &assignment)
+    assignor_sdk::validate(group, topology, &assignment)
         .map_err(|m| TaskAssignorError::new(name, ErrorKind::InvalidOutput, m))?;
     Ok((
         assignment,

@@ -6,8 +6,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, TaskSet, Topology};
 
-use crate::validate;
-
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit/v0.1.0",
@@ -240,7 +238,7 @@ pub(crate) fn output(
                 return Err(format!(
                     "unknown member: {kind} task {} is assigned to member index {member}, but \
                      the group has {} members",
-                    validate::describe(topology, first),
+                    topology.task_name(first),
                     group.members.len()
                 ));
             };
@@ -256,7 +254,7 @@ pub(crate) fn output(
             *set = TaskSet::from_unique(run).map_err(|twice| {
                 format!(
                     "duplicate {kind} task: {} is listed twice for member \"{}\"",
-                    validate::describe(topology, twice),
+                    topology.task_name(twice),
                     group.members[member].member_id
                 )
             })?;

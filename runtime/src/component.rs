@@ -14,7 +14,6 @@ use crate::cache::{self, ContentHash};
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::runtime::{EPOCH_TICK, Runtime};
 use crate::usage::Usage;
-use crate::validate;
 use crate::wasi::{CallState, Capture};
 
 /// Longest assignor name accepted; names travel in configs and describe responses.
@@ -114,7 +113,7 @@ impl ComponentAssignor {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
         let (assignment, mut usage) = self.assign_unvalidated(group, topology)?;
-        validate::validate(group, topology, &assignment).map_err(|m| self.invalid(m))?;
+        assignor_sdk::validate(group, topology, &assignment).map_err(|m| self.invalid(m))?;
         usage.wall_time = start.elapsed();
         Ok((assignment, usage))
     }

@@ -27,7 +27,6 @@
 //! - `assignor`: [`Assignor`] — built-in or component behind one validated call.
 //! - `builtin`: the native built-in assignors.
 //! - `boundary`: the generated WIT bindings (private) and domain ⇄ WIT conversion.
-//! - `validate`: the output rules.
 //! - `wasi`: WASI with nothing granted, bounded output capture, the memory limiter.
 //! - `cache`: compiled components by content hash, in memory and on disk.
 //! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
@@ -45,7 +44,6 @@ pub mod json;
 mod limits;
 mod runtime;
 mod usage;
-mod validate;
 mod wasi;
 
 pub use assignor::Assignor;

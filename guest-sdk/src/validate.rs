@@ -1,22 +1,15 @@
 //! Output validation: the rules an assignment must satisfy before anyone sees it. Kafka checks
-//! none of them; a broken assignor would otherwise corrupt the group's target assignment.
+//! none of them; a broken assignor would otherwise corrupt the group's target assignment. The
+//! runtime applies them to every result, and assignor tests can apply them too.
 
-use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, Topology};
-
-/// A task as Kafka users know it: subtopology id and partition.
-pub(crate) fn describe(topology: &Topology, task: TaskId) -> String {
-    match topology.subtopology_id(task) {
-        Some(id) => format!("{id}_{}", task.partition),
-        None => format!("<subtopology #{}>_{}", task.subtopology, task.partition),
-    }
-}
+use crate::{GroupAssignment, GroupSpec, TaskId, Topology};
 
 /// Checks `assignment` against its input; the error says which rule broke and where.
 ///
 /// Rules: one entry per input member; every task exists (known subtopology, partition in
 /// range); every task active on exactly one member (when the group has members); standbys only
 /// for stateful subtopologies and never on the member holding the same task as active.
-pub(crate) fn validate(
+pub fn validate(
     group: &GroupSpec,
     topology: &Topology,
     assignment: &GroupAssignment,
@@ -54,7 +47,7 @@ pub(crate) fn validate(
         if t.partition >= s.max_num_input_partitions {
             return Err(format!(
                 "partition out of range: task {} but subtopology \"{}\" has {} partitions",
-                describe(topology, t),
+                topology.task_name(t),
                 s.id,
                 s.max_num_input_partitions
             ));
@@ -67,7 +60,7 @@ pub(crate) fn validate(
             if owner[k] != u32::MAX {
                 return Err(format!(
                     "duplicate active task: {} is active on member \"{}\" and member \"{}\"",
-                    describe(topology, t),
+                    topology.task_name(t),
                     member(owner[k] as usize),
                     member(i)
                 ));
@@ -81,14 +74,14 @@ pub(crate) fn validate(
             if !topology.subtopologies[t.subtopology as usize].is_stateful {
                 return Err(format!(
                     "standby for a stateless subtopology: {} on member \"{}\"",
-                    describe(topology, t),
+                    topology.task_name(t),
                     member(i)
                 ));
             }
             if owner[k] == i as u32 {
                 return Err(format!(
                     "task both active and standby: {} on member \"{}\"",
-                    describe(topology, t),
+                    topology.task_name(t),
                     member(i)
                 ));
             }
@@ -104,7 +97,7 @@ pub(crate) fn validate(
         if let Some(&first) = missing.first() {
             return Err(format!(
                 "missing task: {} is not active on any member ({} task(s) unassigned)",
-                describe(topology, first),
+                topology.task_name(first),
                 missing.len()
             ));
         }
@@ -114,7 +107,7 @@ pub(crate) fn validate(
 
 #[cfg(test)]
 mod tests {
-    use assignor_sdk::{Member, MemberAssignment, Subtopology};
+    use crate::{Member, MemberAssignment, Subtopology};
 
     use super::*;
 
