@@ -1,0 +1,265 @@
+//! [`Group`]: the input, indexed once so the passes work on dense integers.
+//!
+//! Members are known by their *rank* (position when sorted by member id), processes by their
+//! position when sorted by process id, tasks by their position in [`Topology::tasks`]. Ordering
+//! by ids rather than input position makes the result independent of the order in which the
+//! coordinator lists members.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use assignor_sdk::{GroupSpec, TaskId, Topology};
+
+/// "Nobody": an absent member, owner or process.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// The indexed input.
+pub(crate) struct Group {
+    /// Members, by rank: their position in the input.
+    pub input_index: Vec<usize>,
+    /// Members, by rank: their process.
+    pub process: Vec<u32>,
+    /// The number of distinct processes.
+    pub process_count: usize,
+    /// Member ranks in dealing order: the first member of every process, then the second of
+    /// every process, and so on, so that consecutive members sit on different processes.
+    pub ring: Vec<u32>,
+    /// Per subtopology index: its first dense task.
+    pub subtopology_start: Vec<u32>,
+    /// Per subtopology index: whether it is stateful.
+    pub subtopology_stateful: Vec<bool>,
+    /// Dense task → task id.
+    pub task_ids: Vec<TaskId>,
+    /// Dense task → the member that currently owns it as active, or [`NONE`]. When two members
+    /// claim one task, the lower rank keeps the claim.
+    pub prev_owner: Vec<u32>,
+    /// Members with local state for each stateful task, best first.
+    pub candidates: Candidates,
+    /// Reported offsets of stateful tasks: (dense task, rank, offset), sorted.
+    pub offsets: Vec<(u32, u32, i64)>,
+    /// Members, by rank: how many valid standbys they currently hold.
+    pub prev_standbys: Vec<u32>,
+    /// Per process: its value id for each rack-aware tag (`None` if the process lacks the tag).
+    pub tags: Vec<Vec<Option<u32>>>,
+    /// Per rack-aware tag: how many distinct values the processes offer.
+    pub tag_values: Vec<u32>,
+}
+
+impl Group {
+    /// Indexes `group` against `topology`, dropping current tasks the topology no longer has.
+    pub fn new(group: &GroupSpec, topology: &Topology) -> Self {
+        let members = &group.members;
+        let mut input_index: Vec<usize> = (0..members.len()).collect();
+        input_index.sort_by(|&a, &b| members[a].member_id.cmp(&members[b].member_id));
+
+        let process_ids: BTreeMap<&str, u32> = {
+            let mut ids: Vec<&str> = members.iter().map(|m| m.process_id.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.into_iter().zip(0..).collect()
+        };
+        let process: Vec<u32> = input_index
+            .iter()
+            .map(|&i| process_ids[members[i].process_id.as_str()])
+            .collect();
+        let process_count = process_ids.len();
+
+        let mut by_process: Vec<Vec<u32>> = vec![Vec::new(); process_count];
+        for (rank, &p) in (0u32..).zip(&process) {
+            by_process[p as usize].push(rank);
+        }
+        let rounds = by_process.iter().map(Vec::len).max().unwrap_or(0);
+        let ring = (0..rounds)
+            .flat_map(|round| {
+                by_process
+                    .iter()
+                    .filter_map(move |ms| ms.get(round).copied())
+            })
+            .collect();
+
+        let mut subtopology_start = Vec::with_capacity(topology.subtopologies.len());
+        let mut total = 0u32;
+        for s in &topology.subtopologies {
+            subtopology_start.push(total);
+            total += s.max_num_input_partitions;
+        }
+        let subtopology_stateful: Vec<bool> = topology
+            .subtopologies
+            .iter()
+            .map(|s| s.is_stateful)
+            .collect();
+        let task_ids: Vec<TaskId> = topology.tasks().collect();
+        let dense = |t: &TaskId| -> Option<u32> {
+            topology
+                .contains(*t)
+                .then(|| subtopology_start[t.subtopology as usize] + t.partition)
+        };
+        let stateful = |t: &TaskId| subtopology_stateful[t.subtopology as usize];
+
+        let mut prev_owner = vec![NONE; task_ids.len()];
+        let mut prev_standbys = vec![0u32; members.len()];
+        // (task, previous standby first, highest offset first, rank): Kafka's candidate order.
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut offsets = Vec::new();
+        for (rank, &i) in (0u32..).zip(&input_index) {
+            let m = &members[i];
+            for d in m.active_tasks.iter().filter_map(dense) {
+                if prev_owner[d as usize] == NONE {
+                    prev_owner[d as usize] = rank;
+                }
+            }
+            let offset = |t: &TaskId| m.task_offsets.get(t).copied().unwrap_or(0);
+            for t in m.standby_tasks.iter().filter(|t| topology.contains(**t)) {
+                if stateful(t) {
+                    prev_standbys[rank as usize] += 1;
+                    candidates.push((dense(t).unwrap_or(NONE), false, Reverse(offset(t)), rank));
+                }
+            }
+            // A warm-up is a standby being caught up: it counts as one for stickiness.
+            for t in m.warmup_tasks.iter() {
+                if topology.contains(*t) && stateful(t) && !m.standby_tasks.contains(t) {
+                    candidates.push((dense(t).unwrap_or(NONE), false, Reverse(offset(t)), rank));
+                }
+            }
+            // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
+            for (t, &off) in &m.task_offsets {
+                if !topology.contains(*t) || !stateful(t) {
+                    continue;
+                }
+                let d = dense(t).unwrap_or(NONE);
+                offsets.push((d, rank, off));
+                if !m.standby_tasks.contains(t) && !m.warmup_tasks.contains(t) {
+                    candidates.push((d, true, Reverse(off), rank));
+                }
+            }
+        }
+        offsets.sort_unstable();
+        let candidates = Candidates::new(candidates, task_ids.len());
+
+        let (tags, tag_values) = tag_values(group, &input_index, &process, process_count);
+        Self {
+            input_index,
+            process,
+            process_count,
+            ring,
+            subtopology_start,
+            subtopology_stateful,
+            task_ids,
+            prev_owner,
+            candidates,
+            offsets,
+            prev_standbys,
+            tags,
+            tag_values,
+        }
+    }
+
+    /// The number of members.
+    pub fn members(&self) -> usize {
+        self.input_index.len()
+    }
+
+    /// The number of tasks.
+    pub fn tasks(&self) -> usize {
+        self.task_ids.len()
+    }
+
+    /// Whether dense task `t` belongs to a stateful subtopology.
+    pub fn is_stateful(&self, t: u32) -> bool {
+        self.subtopology_stateful[self.task_ids[t as usize].subtopology as usize]
+    }
+
+    /// The dense tasks of subtopology `s`.
+    pub fn subtopology_tasks(&self, s: usize) -> std::ops::Range<u32> {
+        let start = self.subtopology_start[s];
+        let end = self
+            .subtopology_start
+            .get(s + 1)
+            .copied()
+            .unwrap_or(self.tasks() as u32);
+        start..end
+    }
+
+    /// The offset member `rank` reports for dense task `t`, 0 if none (Kafka's default).
+    pub fn offset(&self, t: u32, rank: u32) -> i64 {
+        self.offsets
+            .binary_search_by(|&(d, r, _)| (d, r).cmp(&(t, rank)))
+            .map_or(0, |i| self.offsets[i].2)
+    }
+}
+
+/// A member with local state for a task: (dense task, only reports offsets, offset, rank),
+/// ordered the way Kafka ranks them.
+pub(crate) type Candidate = (u32, bool, Reverse<i64>, u32);
+
+/// Per stateful task, the members with local state for it, best first: current standbys and
+/// warm-ups, then members that only report offsets; within each, highest offset first.
+pub(crate) struct Candidates {
+    start: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Candidates {
+    /// Indexes `candidates` for `tasks` dense tasks.
+    pub fn new(mut candidates: Vec<Candidate>, tasks: usize) -> Self {
+        candidates.sort_unstable();
+        let mut start = vec![0u32; tasks + 1];
+        for &(d, ..) in &candidates {
+            start[d as usize + 1] += 1;
+        }
+        for d in 0..tasks {
+            start[d + 1] += start[d];
+        }
+        let members = candidates.into_iter().map(|c| c.3).collect();
+        Self { start, members }
+    }
+
+    /// The candidates for dense task `t`, best first.
+    pub fn of(&self, t: u32) -> &[u32] {
+        &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
+    }
+}
+
+/// Per process, its value id for each rack-aware tag; per tag, how many distinct values there
+/// are. A process takes the tags of its lowest-ranked member (tags belong to the process).
+fn tag_values(
+    group: &GroupSpec,
+    input_index: &[usize],
+    process: &[u32],
+    process_count: usize,
+) -> (Vec<Vec<Option<u32>>>, Vec<u32>) {
+    let keys = &group.configs.rack_aware_assignment_tags;
+    if keys.is_empty() {
+        return (vec![Vec::new(); process_count], Vec::new());
+    }
+    let mut first_member = vec![usize::MAX; process_count];
+    for (&i, &p) in input_index.iter().zip(process) {
+        if first_member[p as usize] == usize::MAX {
+            first_member[p as usize] = i;
+        }
+    }
+    let mut ids: Vec<BTreeMap<&str, u32>> = vec![BTreeMap::new(); keys.len()];
+    for &i in &first_member {
+        for (k, key) in keys.iter().enumerate() {
+            if let Some(v) = group.members[i].client_tags.get(key) {
+                let next = ids[k].len() as u32;
+                ids[k].entry(v.as_str()).or_insert(next);
+            }
+        }
+    }
+    let tags = first_member
+        .iter()
+        .map(|&i| {
+            keys.iter()
+                .zip(&ids)
+                .map(|(key, ids)| {
+                    group.members[i]
+                        .client_tags
+                        .get(key)
+                        .map(|v| ids[v.as_str()])
+                })
+                .collect()
+        })
+        .collect();
+    (tags, ids.iter().map(|m| m.len() as u32).collect())
+}

@@ -1,0 +1,254 @@
+//! Building scenarios and checking the sticky assignor's promises on them.
+
+#![allow(dead_code)] // each test binary uses its own share of the helpers
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use assignor_sdk::{
+    AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskId,
+    TaskSet, Topology,
+};
+use sticky_assignor::StickyAssignor;
+
+/// Task `partition` of subtopology index `subtopology`.
+pub fn t(subtopology: u32, partition: u32) -> TaskId {
+    TaskId::new(subtopology, partition)
+}
+
+/// A topology of `(partitions, stateful)` subtopologies named "0", "1", …
+pub fn topology(subtopologies: &[(u32, bool)]) -> Topology {
+    Topology {
+        subtopologies: subtopologies
+            .iter()
+            .enumerate()
+            .map(|(i, &(n, is_stateful))| Subtopology {
+                id: i.to_string(),
+                max_num_input_partitions: n,
+                is_stateful,
+                source_topics: Vec::new(),
+            })
+            .collect(),
+        racks: Vec::new(),
+    }
+}
+
+/// A member with nothing assigned.
+pub fn member(id: &str, process: &str) -> Member {
+    Member {
+        member_id: id.into(),
+        process_id: process.into(),
+        ..Member::default()
+    }
+}
+
+/// A member with current actives and standbys.
+pub fn holding(id: &str, process: &str, active: &[TaskId], standby: &[TaskId]) -> Member {
+    Member {
+        active_tasks: active.iter().copied().collect(),
+        standby_tasks: standby.iter().copied().collect(),
+        ..member(id, process)
+    }
+}
+
+/// A group of `members` with `standbys` replicas and no rack-aware tags.
+pub fn group(members: Vec<Member>, standbys: u32) -> GroupSpec {
+    GroupSpec {
+        members,
+        configs: AssignmentConfigs {
+            num_standby_replicas: standbys,
+            rack_aware_assignment_tags: Vec::new(),
+        },
+    }
+}
+
+/// `counts[p]` members on process `p`, named `m<p>-<i>` on `p<p>`.
+pub fn members_on(counts: &[usize]) -> Vec<Member> {
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(p, &n)| (0..n).map(move |i| member(&format!("m{p}-{i}"), &format!("p{p}"))))
+        .collect()
+}
+
+/// Assigns, and fails the test unless the result passes the runtime's validation and the
+/// standby placement rules validation does not cover.
+pub fn assign(group: &GroupSpec, topology: &Topology) -> GroupAssignment {
+    let a = StickyAssignor
+        .assign(group, topology)
+        .expect("sticky never fails");
+    check(group, topology, &a);
+    a
+}
+
+/// Validation plus: no process holds a task twice, and every stateful task has exactly
+/// `min(numStandbyReplicas, processes - 1)` standbys.
+pub fn check(group: &GroupSpec, topology: &Topology, a: &GroupAssignment) {
+    assignor_sdk::validate(group, topology, a).unwrap_or_else(|e| panic!("invalid: {e}"));
+    let processes: BTreeSet<&str> = group
+        .members
+        .iter()
+        .map(|m| m.process_id.as_str())
+        .collect();
+    let replicas = (group.configs.num_standby_replicas as usize).min(processes.len() - 1);
+    let mut holders: BTreeMap<TaskId, Vec<&str>> = BTreeMap::new();
+    for (m, out) in group.members.iter().zip(&a.members) {
+        for &task in out.active_tasks.iter().chain(&out.standby_tasks) {
+            holders.entry(task).or_default().push(&m.process_id);
+        }
+    }
+    for task in topology.tasks() {
+        let h = &holders[&task];
+        let distinct: BTreeSet<_> = h.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            h.len(),
+            "{task} twice on one process: {h:?}"
+        );
+        let stateful = topology.subtopology(task).unwrap().is_stateful;
+        let expected = if stateful { replicas } else { 0 };
+        assert_eq!(h.len() - 1, expected, "{task} has {} standbys", h.len() - 1);
+    }
+}
+
+/// `group` with `a` as every member's current assignment (warm-ups cleared, offsets kept).
+pub fn with_current(group: &GroupSpec, a: &GroupAssignment) -> GroupSpec {
+    let mut next = group.clone();
+    for (m, out) in next.members.iter_mut().zip(&a.members) {
+        m.active_tasks = out.active_tasks.clone();
+        m.standby_tasks = out.standby_tasks.clone();
+        m.warmup_tasks = TaskSet::new();
+    }
+    next
+}
+
+/// Fails unless assigning again with `a` as the current assignment gives `a`.
+pub fn assert_fixed_point(group: &GroupSpec, topology: &Topology, a: &GroupAssignment) {
+    let again = assign(&with_current(group, a), topology);
+    assert_eq!(&again, a, "not a fixed point");
+}
+
+/// Per member: active count.
+pub fn actives(a: &GroupAssignment) -> Vec<usize> {
+    a.members.iter().map(|m| m.active_tasks.len()).collect()
+}
+
+/// Per member: active plus standby count.
+pub fn totals(a: &GroupAssignment) -> Vec<usize> {
+    a.members
+        .iter()
+        .map(|m| m.active_tasks.len() + m.standby_tasks.len())
+        .collect()
+}
+
+/// Per member: actives of stateful (`true`) or stateless subtopologies.
+pub fn actives_of(a: &GroupAssignment, topology: &Topology, stateful: bool) -> Vec<usize> {
+    a.members
+        .iter()
+        .map(|m| {
+            m.active_tasks
+                .iter()
+                .filter(|&&t| topology.subtopology(t).unwrap().is_stateful == stateful)
+                .count()
+        })
+        .collect()
+}
+
+/// Largest minus smallest.
+pub fn spread(counts: &[usize]) -> usize {
+    counts.iter().max().unwrap_or(&0) - counts.iter().min().unwrap_or(&0)
+}
+
+/// Per subtopology, the largest minus smallest number of its tasks a member holds as active.
+pub fn subtopology_skews(a: &GroupAssignment, topology: &Topology) -> Vec<usize> {
+    (0..topology.subtopologies.len() as u32)
+        .map(|s| {
+            let counts: Vec<usize> = a
+                .members
+                .iter()
+                .map(|m| m.active_tasks.iter().filter(|t| t.subtopology == s).count())
+                .collect();
+            spread(&counts)
+        })
+        .collect()
+}
+
+/// Active tasks whose new owner did not hold them as active before.
+pub fn moved(group: &GroupSpec, a: &GroupAssignment) -> usize {
+    group
+        .members
+        .iter()
+        .zip(&a.members)
+        .map(|(m, out)| {
+            out.active_tasks
+                .iter()
+                .filter(|t| !m.active_tasks.contains(t))
+                .count()
+        })
+        .sum()
+}
+
+/// The fewest actives any assignment can move while keeping per-member counts of stateful
+/// actives, of stateless actives and of all actives each within one. Computed by dynamic
+/// programming over members choosing which get the extra task of each kind; assumes no task
+/// is claimed by two members.
+pub fn min_moves(group: &GroupSpec, topology: &Topology) -> usize {
+    let m = group.members.len();
+    let count = |stateful: bool| {
+        topology
+            .tasks()
+            .filter(|&t| topology.subtopology(t).unwrap().is_stateful == stateful)
+            .count()
+    };
+    let n = [count(true), count(false)];
+    let held: Vec<[usize; 2]> = group
+        .members
+        .iter()
+        .map(|mem| {
+            let of = |stateful: bool| {
+                mem.active_tasks
+                    .iter()
+                    .filter(|&&t| {
+                        topology.contains(t)
+                            && topology.subtopology(t).unwrap().is_stateful == stateful
+                    })
+                    .count()
+            };
+            [of(true), of(false)]
+        })
+        .collect();
+    let q = [n[0] / m, n[1] / m];
+    let r = [n[0] % m, n[1] % m];
+    // best[a][b][flags]: most tasks kept with `a` stateful and `b` stateless extras handed out;
+    // flags bit 0: some member got both extras, bit 1: some member got neither.
+    let mut best = vec![vec![[None::<usize>; 4]; r[1] + 1]; r[0] + 1];
+    best[0][0][0] = Some(0);
+    for h in &held {
+        let mut next = vec![vec![[None::<usize>; 4]; r[1] + 1]; r[0] + 1];
+        for (a, row) in best.iter().enumerate() {
+            for (b, cell) in row.iter().enumerate() {
+                for (flags, &kept) in cell.iter().enumerate() {
+                    let Some(kept) = kept else {
+                        continue;
+                    };
+                    for (ea, eb) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                        let (na, nb) = (a + ea, b + eb);
+                        if na > r[0] || nb > r[1] {
+                            continue;
+                        }
+                        let f =
+                            flags | usize::from(ea + eb == 2) | (usize::from(ea + eb == 0) << 1);
+                        if f == 3 {
+                            continue;
+                        }
+                        let k = kept + h[0].min(q[0] + ea) + h[1].min(q[1] + eb);
+                        let slot = &mut next[na][nb][f];
+                        *slot = Some(slot.map_or(k, |s| s.max(k)));
+                    }
+                }
+            }
+        }
+        best = next;
+    }
+    let kept = best[r[0]][r[1]].iter().flatten().max().expect("feasible");
+    n[0] + n[1] - kept
+}

@@ -1,0 +1,219 @@
+//! Properties over random groups: validity, balance bounds, fixed point, minimum movement.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use assignor_sdk::{GroupSpec, Member, TaskId, Topology};
+use common::*;
+use proptest::prelude::*;
+
+/// A small deterministic generator (splitmix64), so one seed spells out a whole group.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// The shape of a random group.
+#[derive(Debug, Clone)]
+struct Shape {
+    members: usize,
+    processes: usize,
+    subtopologies: Vec<(u32, bool)>,
+    standbys: u32,
+    tags: usize,
+    seed: u64,
+}
+
+fn shapes() -> impl Strategy<Value = Shape> {
+    (
+        1usize..=50,
+        1usize..=12,
+        prop::collection::vec((0u32..=16, any::<bool>()), 1..=4),
+        0u32..=2,
+        0usize..=2,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(members, processes, subtopologies, standbys, tags, seed)| Shape {
+                members,
+                processes: processes.min(members),
+                subtopologies,
+                standbys,
+                tags,
+                seed,
+            },
+        )
+}
+
+/// A group of `shape`, with a random current assignment: each task active on a present
+/// member, on a member that left, or nowhere; random standbys, warm-ups and offsets; some
+/// tasks the topology no longer has. With `unique`, no task is active on two members.
+fn random_group(shape: &Shape, unique: bool) -> (GroupSpec, Topology) {
+    let mut rng = Rng(shape.seed);
+    let topology = topology(&shape.subtopologies);
+    let mut members: Vec<Member> = (0..shape.members)
+        .map(|i| {
+            let p = if i < shape.processes {
+                i
+            } else {
+                rng.below(shape.processes)
+            };
+            let mut m = member(&format!("m{i:02}"), &format!("p{p:02}"));
+            for k in 0..shape.tags {
+                m.client_tags
+                    .insert(format!("tag{k}"), format!("v{}", p % (k + 2)));
+            }
+            m
+        })
+        .collect();
+    let tasks: Vec<TaskId> = topology.tasks().collect();
+    let m = shape.members;
+    for &task in &tasks {
+        let stateful = topology.subtopology(task).unwrap().is_stateful;
+        if rng.chance(70) {
+            let owner = rng.below(m + m / 3 + 1);
+            if owner < m {
+                members[owner].active_tasks.insert(task);
+                if !unique && rng.chance(5) {
+                    members[rng.below(m)].active_tasks.insert(task);
+                }
+            }
+        }
+        if stateful {
+            for _ in 0..rng.below(3) {
+                let holder = rng.below(m);
+                match rng.below(4) {
+                    0 => {
+                        members[holder].warmup_tasks.insert(task);
+                    }
+                    1 => {
+                        members[holder]
+                            .task_offsets
+                            .insert(task, rng.below(1000) as i64);
+                    }
+                    _ => {
+                        members[holder].standby_tasks.insert(task);
+                    }
+                }
+            }
+        }
+    }
+    // Stale tasks: a subtopology that is gone and a partition beyond the count.
+    if rng.chance(30) {
+        let holder = rng.below(m);
+        members[holder].active_tasks.insert(TaskId::new(9, 0));
+        let s = rng.below(shape.subtopologies.len()) as u32;
+        members[holder].standby_tasks.insert(TaskId::new(s, 99));
+        members[holder].task_offsets.insert(TaskId::new(s, 98), 5);
+    }
+    let mut group = group(members, shape.standbys);
+    group.configs.rack_aware_assignment_tags = (0..shape.tags).map(|k| format!("tag{k}")).collect();
+    (group, topology)
+}
+
+/// Whether the processes allow actives plus standbys within one: no tags, every process the
+/// same size.
+fn evenly_placeable(group: &GroupSpec) -> bool {
+    let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
+    for m in &group.members {
+        *sizes.entry(&m.process_id).or_default() += 1;
+    }
+    group.configs.rack_aware_assignment_tags.is_empty()
+        && sizes.values().min() == sizes.values().max()
+}
+
+/// Fails unless `a` meets the balance bounds. Actives plus standbys are checked within two:
+/// actives are placed (and kept) before standbys, so when a standby may not join its active's
+/// process the last one can land a member above another by two.
+fn assert_balanced(group: &GroupSpec, topology: &Topology, a: &assignor_sdk::GroupAssignment) {
+    assert!(spread(&actives(a)) <= 1, "actives {:?}", actives(a));
+    for stateful in [true, false] {
+        let of = actives_of(a, topology, stateful);
+        assert!(spread(&of) <= 1, "stateful={stateful} actives {of:?}");
+    }
+    if evenly_placeable(group) {
+        assert!(spread(&totals(a)) <= 2, "totals {:?}", totals(a));
+    }
+}
+
+/// Replaces some members by new ones, adds and removes a few, and grows or shrinks a
+/// subtopology: the kinds of change a group goes through between rebalances.
+fn churn(group: &GroupSpec, topology: &Topology, seed: u64) -> (GroupSpec, Topology) {
+    let mut rng = Rng(seed);
+    let mut next = group.clone();
+    next.members.retain(|_| !rng.chance(15));
+    for i in 0..rng.below(6) {
+        let p = rng.below(group.members.len() + 2);
+        let mut m = member(&format!("new{seed:x}-{i}"), &format!("p{p:02}"));
+        m.client_tags = group.members[0].client_tags.clone();
+        next.members.push(m);
+    }
+    if next.members.is_empty() {
+        next.members.push(member("last", "p00"));
+    }
+    let mut topology = topology.clone();
+    if rng.chance(30) {
+        let s = rng.below(topology.subtopologies.len());
+        let n = &mut topology.subtopologies[s].max_num_input_partitions;
+        *n = (*n + rng.below(5) as u32).saturating_sub(2);
+    }
+    (next, topology)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(160))]
+
+    /// Any input, even with conflicting and stale current tasks, gives a valid assignment
+    /// within the balance bounds.
+    #[test]
+    fn valid_and_balanced(shape in shapes()) {
+        let (group, topology) = random_group(&shape, false);
+        let a = assign(&group, &topology);
+        assert_balanced(&group, &topology, &a);
+    }
+
+    /// Assigning again with the output as the current assignment changes nothing.
+    #[test]
+    fn fixed_point(shape in shapes()) {
+        let (group, topology) = random_group(&shape, false);
+        let a = assign(&group, &topology);
+        assert_fixed_point(&group, &topology, &a);
+    }
+
+    /// Exactly the fewest actives move that any balanced assignment must move.
+    #[test]
+    fn minimum_movement(shape in shapes()) {
+        let (group, topology) = random_group(&shape, true);
+        let a = assign(&group, &topology);
+        prop_assert_eq!(moved(&group, &a), min_moves(&group, &topology));
+    }
+
+    /// After churn from a settled assignment, the result is valid, balanced, moves the
+    /// minimum and is a fixed point.
+    #[test]
+    fn churn_from_settled(shape in shapes(), seed in any::<u64>()) {
+        let (group, topology) = random_group(&shape, true);
+        let settled = with_current(&group, &assign(&group, &topology));
+        let (next, topology) = churn(&settled, &topology, seed);
+        let a = assign(&next, &topology);
+        assert_balanced(&next, &topology, &a);
+        prop_assert_eq!(moved(&next, &a), min_moves(&next, &topology));
+        assert_fixed_point(&next, &topology, &a);
+    }
+}
