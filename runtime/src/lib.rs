@@ -31,6 +31,9 @@
 //! - `cache`: compiled components by content hash, in memory and on disk.
 //! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
 //! - [`json`]: the JSON input/output contract.
+//! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait, the
+//!   embedded [`store::DirStore`] (a locked directory of checksummed files) and
+//!   [`store::MemoryStore`].
 
 #![deny(missing_docs)]
 
@@ -43,6 +46,7 @@ mod error;
 pub mod json;
 mod limits;
 mod runtime;
+pub mod store;
 mod usage;
 mod wasi;
 

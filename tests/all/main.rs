@@ -6,3 +6,4 @@ mod determinism;
 mod hostile;
 mod invalid_output;
 mod load;
+mod store;

@@ -66,8 +66,9 @@
 //!   arranged to move the fewest.
 //! - **Fixed point.** Feeding an output back as the current assignment gives the same output.
 //!   Actives: a balanced current assignment is kept in full. Standbys: the pass reruns on its
-//!   own output until that output keeps all of itself (one extra keep pass when nothing was
-//!   forced; at most eight full rounds, two in practice without tags, at most five seen with
+//!   own output until that output keeps all of itself (none when, without tags, every member
+//!   ends at its standby target — then a keep pass provably keeps everything; otherwise one
+//!   extra keep pass when nothing was forced; at most eight full rounds, two in practice without tags, at most five seen with
 //!   them) — past that cap the result would not be a fixed point, which no test has hit.
 //! - **Per-subtopology spread.** A cold start deals each subtopology round the ring (skew at most
 //!   one). Afterwards only the tasks that must move are chosen and dealt for spread: released

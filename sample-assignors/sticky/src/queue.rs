@@ -1,12 +1,13 @@
 //! [`Loads`]: members' standby counts and loads, and the queue that finds the best member for
 //! the next standby in O(log M) per step.
 //!
-//! Two levels of min-heaps, so that skipping the processes that already hold a task costs one
-//! step per process (at most one plus the replica count), however many members they run:
-//! per process, its members by key; per tag class (processes with the same rack-aware tag
-//! values; a single class without tags), its processes by their best member's key. Entries are
-//! never updated in place: a change pushes a fresh entry and the stale one is dropped when it
-//! surfaces.
+//! Two levels of min-heaps, so that skipping the processes that already hold a task costs a
+//! few steps per process (at most one plus the replica count), however many members they run:
+//! per process, its members by key (entries never updated in place: a change pushes a fresh
+//! entry and the stale one is dropped when it surfaces); per tag class (processes with the
+//! same rack-aware tag values; a single class without tags), its processes by their best
+//! member's key, in an indexed heap updated in place, so it never grows past the processes.
+//! Finding the best process not holding a task walks that heap best-first without changing it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -27,9 +28,13 @@ pub(crate) struct Loads {
     pub target: Vec<u32>,
     process: Vec<u32>,
     members: Vec<BinaryHeap<Reverse<Key>>>,
-    classes: Vec<BinaryHeap<Reverse<(Key, u32)>>>,
+    /// Per class: a binary min-heap of (best member key, process).
+    classes: Vec<Vec<(Key, u32)>>,
     class_of: Vec<u32>,
-    stash: Vec<Reverse<(Key, u32)>>,
+    /// Per process: its index in its class's heap.
+    slot: Vec<usize>,
+    /// The frontier of the best-first walk, kept to reuse its allocation.
+    frontier: BinaryHeap<Reverse<(Key, usize)>>,
 }
 
 /// What [`Loads::best`] found among a class's processes.
@@ -52,18 +57,30 @@ impl Loads {
         class_of: Vec<u32>,
     ) -> Self {
         let classes = class_of.iter().max().map_or(0, |&c| c as usize + 1);
+        let processes = class_of.len();
         let mut loads = Self {
             load,
             standbys,
             target,
-            members: vec![BinaryHeap::new(); class_of.len()],
-            classes: vec![BinaryHeap::new(); classes],
+            members: vec![BinaryHeap::new(); processes],
+            classes: vec![Vec::new(); classes],
             process,
             class_of,
-            stash: Vec::new(),
+            slot: vec![usize::MAX; processes],
+            frontier: BinaryHeap::new(),
         };
         for r in 0..loads.load.len() as u32 {
-            loads.push(r);
+            let key = loads.key(r);
+            loads.members[loads.process[r as usize] as usize].push(Reverse(key));
+        }
+        for p in 0..processes as u32 {
+            if let Some(key) = loads.process_key(p) {
+                let c = loads.class_of[p as usize] as usize;
+                loads.slot[p as usize] = loads.classes[c].len();
+                loads.classes[c].push((key, p));
+                let at = loads.classes[c].len() - 1;
+                loads.sift_up(c, at);
+            }
         }
         loads
     }
@@ -78,13 +95,62 @@ impl Loads {
         room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
+    /// Member `r`'s key changed: push it and move its process in the class heap.
     fn push(&mut self, r: u32) {
         let p = self.process[r as usize];
         let key = self.key(r);
         self.members[p as usize].push(Reverse(key));
-        if let Some(best) = self.process_key(p) {
-            self.classes[self.class_of[p as usize] as usize].push(Reverse((best, p)));
+        let best = self.process_key(p).expect("a process with members");
+        let c = self.class_of[p as usize] as usize;
+        let at = self.slot[p as usize];
+        let old = self.classes[c][at].0;
+        self.classes[c][at].0 = best;
+        if best < old {
+            self.sift_up(c, at);
+        } else {
+            self.sift_down(c, at);
         }
+    }
+
+    /// Moves the entry at `i` of class `c`'s heap up to its place (a hole moves, not swaps).
+    fn sift_up(&mut self, c: usize, mut i: usize) {
+        let heap = &mut self.classes[c];
+        let entry = heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if heap[parent].0 <= entry.0 {
+                break;
+            }
+            heap[i] = heap[parent];
+            self.slot[heap[i].1 as usize] = i;
+            i = parent;
+        }
+        heap[i] = entry;
+        self.slot[entry.1 as usize] = i;
+    }
+
+    /// Moves the entry at `i` of class `c`'s heap down to its place.
+    fn sift_down(&mut self, c: usize, mut i: usize) {
+        let heap = &mut self.classes[c];
+        let entry = heap[i];
+        let len = heap.len();
+        loop {
+            let mut child = 2 * i + 1;
+            if child >= len {
+                break;
+            }
+            if child + 1 < len && heap[child + 1].0 < heap[child].0 {
+                child += 1;
+            }
+            if entry.0 <= heap[child].0 {
+                break;
+            }
+            heap[i] = heap[child];
+            self.slot[heap[i].1 as usize] = i;
+            i = child;
+        }
+        heap[i] = entry;
+        self.slot[entry.1 as usize] = i;
     }
 
     /// Member `r` took one more standby.
@@ -117,21 +183,22 @@ impl Loads {
         self.classes.len()
     }
 
-    /// The best member of `class` on a process for which `holds` is false.
+    /// The best member of `class` on a process for which `holds` is false: processes are
+    /// visited in key order (a heap entry's children only after it), so the walk stops after
+    /// the processes holding the task that rank better.
     pub fn best(&mut self, class: usize, holds: impl Fn(u32) -> bool) -> Best {
         let mut found = Best {
             eligible: None,
             key: Key::MAX,
             blocked_with_room: None,
         };
-        while let Some(Reverse((k, p))) = self.classes[class].pop() {
-            if self.process_key(p) != Some(k) {
-                continue; // stale: every change of a process's best key pushed a fresh entry
-            }
-            if self.stash.iter().any(|&Reverse((_, q))| q == p) {
-                continue; // a duplicate entry
-            }
-            self.stash.push(Reverse((k, p)));
+        let heap = &self.classes[class];
+        self.frontier.clear();
+        if let Some(&(k, _)) = heap.first() {
+            self.frontier.push(Reverse((k, 0)));
+        }
+        while let Some(Reverse((k, i))) = self.frontier.pop() {
+            let p = heap[i].1;
             let member = (k & 0xffff_ffff) as u32;
             if !holds(p) {
                 found.eligible = Some(member);
@@ -141,8 +208,12 @@ impl Loads {
             if found.blocked_with_room.is_none() && k & NO_ROOM == 0 {
                 found.blocked_with_room = Some(member);
             }
+            for child in [2 * i + 1, 2 * i + 2] {
+                if let Some(&(ck, _)) = heap.get(child) {
+                    self.frontier.push(Reverse((ck, child)));
+                }
+            }
         }
-        self.classes[class].extend(self.stash.drain(..));
         found
     }
 }

@@ -61,9 +61,23 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
     for round in 1.. {
         let target = targets(&active, total, previous.standbys);
         let (mut slots, held) = keep(g, owner, per_task, &stateful, &previous, &target);
-        fill(
-            g, owner, per_task, &stateful, &active, target, &mut slots, held,
+        let filled = fill(
+            g,
+            owner,
+            per_task,
+            &stateful,
+            &active,
+            target.clone(),
+            &mut slots,
+            held,
         );
+        // Every member exactly at its target, without tags: a keep pass on this output would
+        // compute the same targets (the members at the higher level are the ones with the
+        // extra) and keep every slot (each holder is below target until its last task, on a
+        // process of its own, and ahead of members only reporting offsets), so it is settled.
+        if g.tag_values.is_empty() && filled == target {
+            return Standbys { per_task, slots };
+        }
         (candidates, counts) = as_current(g, per_task, &slots);
         previous = Previous {
             owner,
@@ -171,7 +185,8 @@ fn keep(
 }
 
 /// Fills the empty slots: the member with the most new tag values (rack-aware), then below
-/// target, then least loaded; a process never holds a task twice.
+/// target, then least loaded; a process never holds a task twice. Returns each member's
+/// standby count.
 #[allow(clippy::too_many_arguments)]
 fn fill(
     g: &Group,
@@ -182,7 +197,7 @@ fn fill(
     target: Vec<u32>,
     slots: &mut [u32],
     mut held: Vec<Vec<u32>>,
-) {
+) -> Vec<u32> {
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
     let (class_of, class_tags) = classes(g);
@@ -242,6 +257,7 @@ fn fill(
             coverage.add(g.process[pick as usize]);
         }
     }
+    loads.standbys
 }
 
 /// Makes room on `full` (no room, but eligible for the task being placed) by handing one of
