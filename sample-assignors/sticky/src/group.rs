@@ -133,7 +133,8 @@ impl Group {
                 }
             }
         }
-        offsets.sort_unstable();
+        // Members come in rank order, so a stable bucketing by task sorts by (task, rank).
+        let offsets = by_task(offsets, task_ids.len(), |o| o.0).1;
         let candidates = Candidates::new(candidates, task_ids.len());
 
         let (tags, tag_values) = tag_values(group, &input_index, &process, process_count);
@@ -201,14 +202,10 @@ pub(crate) struct Candidates {
 
 impl Candidates {
     /// Indexes `candidates` for `tasks` dense tasks.
-    pub fn new(mut candidates: Vec<Candidate>, tasks: usize) -> Self {
-        candidates.sort_unstable();
-        let mut start = vec![0u32; tasks + 1];
-        for &(d, ..) in &candidates {
-            start[d as usize + 1] += 1;
-        }
-        for d in 0..tasks {
-            start[d + 1] += start[d];
+    pub fn new(candidates: Vec<Candidate>, tasks: usize) -> Self {
+        let (start, mut candidates) = by_task(candidates, tasks, |c| c.0);
+        for w in start.windows(2) {
+            candidates[w[0] as usize..w[1] as usize].sort_unstable();
         }
         let members = candidates.into_iter().map(|c| c.3).collect();
         Self { start, members }
@@ -218,6 +215,26 @@ impl Candidates {
     pub fn of(&self, t: u32) -> &[u32] {
         &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
     }
+}
+
+/// `items` grouped by dense task in O(n) (a stable counting sort: items of one task keep their
+/// order), with each task's first index; `task` must be below `tasks`.
+fn by_task<T: Copy>(items: Vec<T>, tasks: usize, task: impl Fn(&T) -> u32) -> (Vec<u32>, Vec<T>) {
+    let mut start = vec![0u32; tasks + 1];
+    for item in &items {
+        start[task(item) as usize + 1] += 1;
+    }
+    for d in 0..tasks {
+        start[d + 1] += start[d];
+    }
+    let mut next = start.clone();
+    let mut sorted = items.clone();
+    for item in items {
+        let at = &mut next[task(&item) as usize];
+        sorted[*at as usize] = item;
+        *at += 1;
+    }
+    (start, sorted)
 }
 
 /// Per process, its value id for each rack-aware tag; per tag, how many distinct values there

@@ -94,8 +94,9 @@
 //! # Complexity
 //!
 //! With `T` tasks, `M` members, `P` processes, `R` standbys per task and `C` tag classes
-//! (distinct combinations of tag values; 1 without tags): indexing sorts members and the
-//! current standby candidates, `O(M log M + E log E)` for `E` reported task entries; actives
+//! (distinct combinations of tag values; 1 without tags): indexing sorts members and buckets
+//! the current standby candidates and offsets by task (each task's few candidates sorted),
+//! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S)`; standbys take `O(T·R·C·(R + log P))` heap steps. Without tags that is
 //! `O((T·R + E) log)` — near `O(T log T)`; dealing compares at most 32 members per task.
 //!
