@@ -43,6 +43,9 @@
 //!    copy of the task. When the only members below target sit on the process holding the task,
 //!    one standby of the chosen member is handed to one of them first (one augmenting step), so
 //!    the greedy fill does not strand capacity.
+//! 4. *Level.* Within each process, a member two above another hands it a standby (always
+//!    valid: the process already holds that copy), since per-member targets can ask more of a
+//!    process than the tasks its actives leave it.
 //!
 //! # Guarantees
 //!
@@ -54,11 +57,14 @@
 //!   stateless active counts separately. Standby targets make actives plus standbys differ by at
 //!   most one, and the fill meets them whenever the processes leave room: a standby cannot share
 //!   a process with its active, so when processes are uneven (one process with most members,
-//!   say) the members of the small processes must take more, and they do. Because actives are
-//!   placed (minimal movement first) before standbys, a last standby can still end up two above
-//!   another member when its only under-target members share the active's process and hold no
-//!   standby to trade; the property tests check within one in scenarios and within two on
-//!   random groups of equal-sized processes.
+//!   say) the members of the small processes must take more, and they do. Members of one process
+//!   always end within one of each other. Because actives are placed (minimal movement first)
+//!   before standbys, members of different processes can still end two apart: which process
+//!   may take a standby is fixed by where its active is (with two processes and one replica,
+//!   a process's standbys are exactly the other's stateful actives), so when the stateful
+//!   extras fall unevenly across processes no standby placement evens the totals; the property
+//!   tests check within one in scenarios and within two on random groups of equal-sized
+//!   processes.
 //! - **Minimum movement.** The actives that change owner are exactly the orphaned tasks plus
 //!   each surviving owner's excess over its target — the fewest any assignment within these
 //!   balance bounds can move. With a single kind of task this is the textbook bound (the

@@ -1,7 +1,7 @@
 //! Standby tasks: per-member targets, keep what is still valid, fill the rest.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::group::{Candidates, Group, NONE};
 use crate::queue::Loads;
@@ -61,7 +61,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
     for round in 1.. {
         let target = targets(&active, total, previous.standbys);
         let (mut slots, held) = keep(g, owner, per_task, &stateful, &previous, &target);
-        let filled = fill(
+        let mut filled = fill(
             g,
             owner,
             per_task,
@@ -71,6 +71,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
             &mut slots,
             held,
         );
+        level_within_processes(g, &active, &mut slots, &mut filled);
         // Every member exactly at its target, without tags: a keep pass on this output would
         // compute the same targets (the members at the higher level are the ones with the
         // extra) and keep every slot (each holder is below target until its last task, on a
@@ -258,6 +259,50 @@ fn fill(
         }
     }
     loads.standbys
+}
+
+/// Evens out actives plus standbys among the members of each process: while one member of a
+/// process holds two more than another, it hands that one a standby. Always valid (the
+/// receiver's process, and so its tags, already hold that copy) and needed when the targets
+/// ask more of a process than the standbys its actives leave it (targets are per member;
+/// which process may take a task is fixed by where the actives are).
+fn level_within_processes(g: &Group, active: &[u32], slots: &mut [u32], standbys: &mut [u32]) {
+    let m = g.members();
+    let total = |r: usize, standbys: &[u32]| active[r] + standbys[r];
+    let mut by_process: Vec<BTreeSet<(u32, u32)>> = vec![BTreeSet::new(); g.process_count];
+    for r in 0..m {
+        by_process[g.process[r] as usize].insert((total(r, standbys), r as u32));
+    }
+    let uneven = |set: &BTreeSet<(u32, u32)>| match (set.first(), set.last()) {
+        (Some(lo), Some(hi)) => hi.0 >= lo.0 + 2,
+        _ => false,
+    };
+    if !by_process.iter().any(uneven) {
+        return;
+    }
+    let mut held: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for (i, &s) in slots.iter().enumerate() {
+        if s != NONE {
+            held[s as usize].push(i);
+        }
+    }
+    for set in &mut by_process {
+        while uneven(set) {
+            let (Some((_, lo)), Some((_, hi))) = (set.pop_first(), set.pop_last()) else {
+                break;
+            };
+            // `hi` holds a standby: its total exceeds `lo`'s, and actives are within one.
+            let Some(i) = held[hi as usize].pop() else {
+                break;
+            };
+            slots[i] = lo;
+            held[lo as usize].push(i);
+            standbys[hi as usize] -= 1;
+            standbys[lo as usize] += 1;
+            set.insert((total(hi as usize, standbys), hi));
+            set.insert((total(lo as usize, standbys), lo));
+        }
+    }
 }
 
 /// Makes room on `full` (no room, but eligible for the task being placed) by handing one of

@@ -67,6 +67,22 @@ fn actives_and_totals_within_one() {
     assert!(spread(&totals(&a)) <= 1, "{:?}", totals(&a));
 }
 
+/// When the per-member standby targets ask more of a process than its actives leave it (here
+/// the member that held everything keeps its process's share), the members of that process
+/// even out among themselves: totals stay within one and the result is a fixed point.
+#[test]
+fn totals_level_out_within_a_process() {
+    let topology = topology(&[(3, false), (10, true), (3, false)]);
+    let everything: Vec<_> = topology.tasks().collect();
+    let mut members = vec![holding("a", "p0", &everything, &[])];
+    members.extend([member("b", "p0"), member("c", "p1"), member("d", "p1")]);
+    let group = group(members, 1);
+    let a = assign(&group, &topology);
+    assert!(spread(&actives(&a)) <= 1, "{:?}", actives(&a));
+    assert!(spread(&totals(&a)) <= 1, "{:?}", totals(&a));
+    assert_fixed_point(&group, &topology, &a);
+}
+
 /// Stateful and stateless actives are balanced separately, each within one, and the totals too.
 #[test]
 fn stateful_and_stateless_balanced_separately() {
