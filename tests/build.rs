@@ -74,7 +74,10 @@ const GUESTS: &[(&str, Expect)] = &[
 
 /// Sample assignors (directory under `sample-assignors/`, package) the tests also run; they
 /// must behave.
-const SAMPLES: &[(&str, &str)] = &[("balanced", "balanced-assignor")];
+const SAMPLES: &[(&str, &str)] = &[
+    ("balanced", "balanced-assignor"),
+    ("sticky", "sticky-assignor"),
+];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));

@@ -13,6 +13,7 @@ use crate::TaskSet;
 ///
 /// Orders by subtopology, then partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TaskId {
     /// Index of the subtopology in [`Topology::subtopologies`].
     pub subtopology: u32,
@@ -39,6 +40,7 @@ impl fmt::Display for TaskId {
 
 /// The group's topology (Kafka's `TopologyDescriber`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Topology {
     /// The subtopologies; a [`TaskId`] names one by index.
     pub subtopologies: Vec<Subtopology>,
@@ -82,6 +84,7 @@ impl Topology {
 
 /// One subtopology.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Subtopology {
     /// Kafka's subtopology id.
     pub id: String,
@@ -95,6 +98,7 @@ pub struct Subtopology {
 
 /// A source topic with the racks holding each partition's replicas.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SourceTopic {
     /// The topic name.
     pub name: String,
@@ -104,6 +108,7 @@ pub struct SourceTopic {
 
 /// The input of an assignment (Kafka's `GroupSpec`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupSpec {
     /// The members, in the coordinator's order; [`GroupAssignment::members`] follows it.
     pub members: Vec<Member>,
@@ -113,6 +118,7 @@ pub struct GroupSpec {
 
 /// One member: its static metadata and its current assignment state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Member {
     /// The member id.
     pub member_id: String,
@@ -138,6 +144,7 @@ pub struct Member {
 
 /// Kafka's `AssignmentConfigs`, resolved from the group override or the broker value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AssignmentConfigs {
     /// Standby replicas wanted per stateful task.
     pub num_standby_replicas: u32,
@@ -148,6 +155,7 @@ pub struct AssignmentConfigs {
 /// The output of an assignment (Kafka's `GroupAssignment`): `members[i]` is the new assignment
 /// of `GroupSpec::members[i]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupAssignment {
     /// One entry per member of the input, in the same order.
     pub members: Vec<MemberAssignment>,
@@ -164,6 +172,7 @@ impl GroupAssignment {
 
 /// One member's new tasks. Warm-ups are not part of it: the coordinator derives them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MemberAssignment {
     /// Active tasks.
     pub active_tasks: TaskSet,

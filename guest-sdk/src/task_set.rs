@@ -15,6 +15,11 @@ use crate::TaskId;
 /// Lookups are binary searches, and an insertion or removal shifts the tasks after it, which
 /// is cheap for a member's assignment. The API follows `BTreeSet`'s.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "Vec<TaskId>", into = "Vec<TaskId>")
+)]
 pub struct TaskSet {
     /// Strictly increasing.
     tasks: Vec<TaskId>,
@@ -154,6 +159,15 @@ impl<'a> Extend<&'a TaskId> for TaskSet {
 impl<const N: usize> From<[TaskId; N]> for TaskSet {
     fn from(tasks: [TaskId; N]) -> Self {
         tasks.into_iter().collect()
+    }
+}
+
+/// Fails, naming the task, when a task is listed twice.
+impl TryFrom<Vec<TaskId>> for TaskSet {
+    type Error = String;
+
+    fn try_from(tasks: Vec<TaskId>) -> Result<Self, String> {
+        Self::from_unique(tasks).map_err(|t| format!("task {t} is listed twice"))
     }
 }
 

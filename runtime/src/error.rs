@@ -3,7 +3,8 @@
 use std::fmt;
 
 /// Why an assignment failed (DESIGN §5 error kinds; the wire names are the `Display` form).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
     /// The call used up its fuel.
     OutOfFuel,
@@ -63,7 +64,7 @@ impl fmt::Display for ErrorKind {
 ///
 /// Whatever goes wrong in a call (trap, limit, guest error, invalid output) ends here; the
 /// coordinator keeps the group's previous target assignment.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("task assignor `{assignor}` failed ({kind}): {message}")]
 pub struct TaskAssignorError {
     /// The assignor's name, or the file it was loaded from when it has no name yet.

@@ -31,6 +31,10 @@
 //! - `cache`: compiled components by content hash, in memory and on disk.
 //! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
 //! - [`json`]: the JSON input/output contract.
+//! - [`config`]: the broker's static configuration (`server.properties` keys, overrides).
+//! - `registry`: [`Registry`] — `group.streams.assignors` resolved at startup, fail-fast.
+//! - [`coordinator`]: streams groups, their configs, epochs and target assignments;
+//!   failures keep the previous target.
 //! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait, the
 //!   embedded [`store::DirStore`] (a locked directory of checksummed files) and
 //!   [`store::MemoryStore`].
@@ -42,9 +46,12 @@ mod boundary;
 mod builtin;
 mod cache;
 mod component;
+pub mod config;
+pub mod coordinator;
 mod error;
 pub mod json;
 mod limits;
+mod registry;
 mod runtime;
 pub mod store;
 mod usage;
@@ -59,5 +66,6 @@ pub use limits::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
     DEFAULT_WASM_STACK_BYTES, Limits,
 };
+pub use registry::{KAFKA_STICKY_CLASS, Registry, RegistryError};
 pub use runtime::{EPOCH_TICK, EXPORT_NAME, Runtime};
 pub use usage::Usage;

@@ -1,5 +1,5 @@
-//! The `assignor` command: run an assignment through the sandbox (`assign`) or try the embedded
-//! sample (`demo`). See the README for the JSON contract.
+//! The `assignor` command: run an assignment through the sandbox (`assign`), try the embedded
+//! sample (`demo`), or check a broker config's assignor list (`registry`). See the README for the JSON contract.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use assignor_runtime::config::BrokerConfig;
 use assignor_runtime::{
     Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Runtime, Usage,
-    builtin, json,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime,
+    Usage, builtin, json,
 };
 use clap::{Args, Parser, Subcommand};
 
@@ -37,6 +38,19 @@ enum Command {
     Assign(AssignArgs),
     /// Run the embedded sample component on the embedded example group.
     Demo(LimitArgs),
+    /// Build the assignor registry from a broker config exactly as startup does (every
+    /// component loaded and configured) and list it; exit 2 naming the first bad entry.
+    Registry(BrokerArgs),
+}
+
+#[derive(Args)]
+struct BrokerArgs {
+    /// A broker config in `server.properties` syntax (`group.streams.assignors`, ...).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// A config property that overrides the file, as KEY=VALUE (repeatable).
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
 }
 
 #[derive(Args)]
@@ -112,6 +126,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Assign(args) => assign(args),
         Command::Demo(limits) => demo(limits),
+        Command::Registry(args) => registry(args),
     };
     match result {
         Ok(code) => code,
@@ -216,6 +231,22 @@ fn demo(limits: LimitArgs) -> anyhow::Result<ExitCode> {
 
 /// A function-runner style report: each figure with its limit beside it, flagged (in yellow
 /// or red on a terminal) when near or over the limit.
+fn registry(args: BrokerArgs) -> anyhow::Result<ExitCode> {
+    let config = BrokerConfig::load(args.config.as_deref(), &args.overrides)?;
+    let runtime = Runtime::new(config.limits.clone())?;
+    let registry = Registry::build(&runtime, &config)?;
+    let mut out = std::io::stdout().lock();
+    for (i, (entry, name)) in config.assignors.iter().zip(registry.names()).enumerate() {
+        let kind = match registry.get(name) {
+            Some(Assignor::Component(c)) => format!("component {entry} sha256:{}", c.sha256()),
+            _ => "built-in".to_owned(),
+        };
+        let default = if i == 0 { "  (default)" } else { "" };
+        writeln!(out, "{name}\t{kind}{default}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn report(assignor: &str, usage: &Usage, limits: &Limits) -> String {
     let color = std::io::stderr().is_terminal();
     let mut out = format!("{:<12} {assignor}\n", "assignor");

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Resources one assignment used. Sandbox-only figures are `None` for native built-ins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Fuel consumed by instantiation, `configure` and `assign` together (deterministic).
     pub fuel: Option<u64>,

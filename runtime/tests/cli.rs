@@ -172,7 +172,7 @@ fn unknown_builtin_lists_the_builtins() {
     let out = assignor(&["assign", "--assignor", "nope", "--input", EXAMPLE], None);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("built-ins: balanced"), "{stderr}");
+    assert!(stderr.contains("built-ins: sticky, balanced"), "{stderr}");
 }
 
 /// The demo runs the embedded sample on the embedded example group.
@@ -183,4 +183,63 @@ fn demo_runs_the_embedded_sample() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("through the sandbox"), "{stdout}");
     assert!(stdout.contains("fuel"), "{stdout}");
+}
+
+/// `registry` lists a broker config's assignors, default first, reading the file then the
+/// `--override`s as a broker would.
+#[test]
+fn registry_lists_the_configured_assignors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("server.properties");
+    std::fs::write(&config, "group.streams.assignors=balanced\n").expect("write");
+    let config = config.to_str().expect("utf-8");
+    let out = assignor(&["registry", "--config", config], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "balanced\tbuilt-in  (default)\n");
+
+    let both = "group.streams.assignors=sticky,balanced";
+    let out = assignor(&["registry", "--config", config, "--override", both], None);
+    assert_eq!(
+        text(&out.stdout),
+        "sticky\tbuilt-in  (default)\nbalanced\tbuilt-in\n"
+    );
+}
+
+/// A bad entry stops `registry` with exit 2 naming the entry, as it would stop startup: a
+/// duplicate, and a component whose name is a built-in's.
+#[test]
+fn registry_fails_fast() {
+    let out = assignor(
+        &[
+            "registry",
+            "--override",
+            "group.streams.assignors=sticky,sticky",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "error: group.streams.assignors entry `sticky` is listed twice; remove the duplicate"
+    );
+    let list = format!("group.streams.assignors=sticky,{SAMPLE}");
+    let out = assignor(&["registry", "--override", &list], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("its name `balanced` collides with the built-in assignor"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The built-in `sticky` assignor answers the example group through the CLI.
+#[test]
+fn sticky_builtin_assigns() {
+    let out = assignor(
+        &["assign", "--assignor", "sticky", "--input", EXAMPLE],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: AssignmentDoc = serde_json::from_slice(&out.stdout).expect("output JSON");
+    assert_complete(&doc);
 }

@@ -1,9 +1,13 @@
-//! Integration tests of the sandbox: one module per topic, all against real components built
-//! from `tests/guests/` by the build script.
+//! Integration tests of the sandbox, the registry, the coordinator and its store: one module
+//! per topic, all against real components built from `tests/guests/` and
+//! `sample-assignors/` by the build script.
 
 mod common;
+mod coordinator;
 mod determinism;
 mod hostile;
 mod invalid_output;
 mod load;
+mod registry;
+mod sticky;
 mod store;

@@ -40,21 +40,16 @@
 //! the probe are printed to stderr for every size.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use assignor_runtime::{Assignor, ComponentAssignor, Limits, Runtime, Usage};
 use assignor_sdk::{GroupSpec, Topology};
+use assignor_tests::bench_input::{Mode, SIZES, generate};
 use assignor_tests::guests;
-use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 
-/// Members, processes, stateful subtopologies, partitions per subtopology.
-const SIZES: &[(u32, u32, u32, u32)] = &[(10, 5, 4, 32), (100, 50, 8, 256), (1000, 500, 16, 1024)];
 /// Standby replicas of every generated group.
 const STANDBY_REPLICAS: u32 = 1;
-/// The generator's seed.
-const SEED: u32 = 7;
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 /// One member, one stateful subtopology of one partition, nothing previously assigned.
 const TINY_GROUP: &str = r#"{
@@ -62,61 +57,6 @@ const TINY_GROUP: &str = r#"{
   "configs": {"numStandbyReplicas": 1, "rackAwareAssignmentTags": []},
   "members": [{"memberId": "member-00000", "processId": "process-00000"}]
 }"#;
-
-/// The input generator: `ASSIGNOR_BENCH_GEN`, else `shared/bench/gen.py` beside the workspace.
-fn generator() -> PathBuf {
-    match std::env::var_os("ASSIGNOR_BENCH_GEN") {
-        Some(path) => PathBuf::from(path),
-        None => PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/bench/gen.py"
-        )),
-    }
-}
-
-/// A generated group of the given size, cold or with a previous assignment.
-fn generate(
-    (members, processes, subtopologies, partitions): (u32, u32, u32, u32),
-    previous: bool,
-) -> (GroupSpec, Topology) {
-    let script = generator();
-    assert!(
-        script.is_file(),
-        "the benchmark input generator {} does not exist; set ASSIGNOR_BENCH_GEN to the path \
-         of gen.py",
-        script.display()
-    );
-    let mut command = Command::new("python3");
-    command.arg(&script).args(
-        [
-            members,
-            processes,
-            subtopologies,
-            partitions,
-            STANDBY_REPLICAS,
-            SEED,
-        ]
-        .map(|n| n.to_string()),
-    );
-    if previous {
-        command.arg("--previous");
-    }
-    let output = command.output().unwrap_or_else(|e| {
-        panic!(
-            "cannot run `python3 {}` to generate benchmark input: {e}",
-            script.display()
-        )
-    });
-    assert!(
-        output.status.success(),
-        "`{command:?}` failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = String::from_utf8(output.stdout).expect("gen.py writes UTF-8 JSON");
-    assignor_runtime::json::parse_input(&text)
-        .unwrap_or_else(|e| panic!("`{command:?}` produced an unusable input: {e}"))
-}
 
 /// Both inputs of one size.
 struct Inputs {
@@ -159,8 +99,8 @@ fn sandbox(c: &mut Criterion) {
         .map(|&size| Inputs {
             members: size.0,
             tasks: size.2 * size.3,
-            cold: generate(size, false),
-            previous: generate(size, true),
+            cold: generate(size, STANDBY_REPLICAS, Mode::Cold),
+            previous: generate(size, STANDBY_REPLICAS, Mode::Previous),
         })
         .collect();
 

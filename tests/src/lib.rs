@@ -3,8 +3,9 @@
 //! The tests run real components through the runtime: the sample assignors, and guests built
 //! to misbehave in one specific way each (spin forever, exhaust memory or stack, panic, return
 //! invalid or oversized output, import what the sandbox forbids), checking that the runtime
-//! reports each failure precisely and stays usable. The library part is only [`guests`]: the
-//! paths of the built components.
+//! reports each failure precisely and stays usable. The library part is [`guests`], the
+//! paths of the built components, and [`bench_input`], the project's standard benchmark
+//! groups.
 //!
 //! # Layout
 //!
@@ -16,6 +17,8 @@
 //! - `benches/`: benchmarks of the runtime and of the sandbox boundary.
 
 #![deny(missing_docs)]
+
+pub mod bench_input;
 
 /// The test guests' components, built by `build.rs`: one `&str` constant per guest directory
 /// (`endless-loop` → [`ENDLESS_LOOP`](crate::guests::ENDLESS_LOOP)) holding the absolute path

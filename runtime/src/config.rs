@@ -1,0 +1,309 @@
+//! The broker's static configuration, with Kafka's key names, read from a `server.properties`
+//! style file and overridable on the command line.
+//!
+//! Properties rather than TOML because this is the format Kafka operators already keep their
+//! broker config in: the same file (or a copy of its `group.streams.*` lines) works here, and
+//! every key keeps its Kafka spelling.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::limits::{
+    DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits,
+};
+
+/// `group.streams.assignors`: the ordered assignor list; the first entry is the default.
+pub const ASSIGNORS: &str = "group.streams.assignors";
+/// `group.streams.num.standby.replicas`: standby replicas for groups that do not override it.
+pub const NUM_STANDBY_REPLICAS: &str = "group.streams.num.standby.replicas";
+/// `group.streams.rack.aware.assignment.tags`: client tag keys standbys are spread over.
+pub const RACK_AWARE_ASSIGNMENT_TAGS: &str = "group.streams.rack.aware.assignment.tags";
+/// `group.streams.assignor.fuel`: fuel per sandboxed call, or `none` to rely on the deadline.
+pub const FUEL: &str = "group.streams.assignor.fuel";
+/// `group.streams.assignor.memory.bytes`: linear memory per sandboxed call.
+pub const MEMORY_BYTES: &str = "group.streams.assignor.memory.bytes";
+/// `group.streams.assignor.timeout.ms`: wall-clock deadline per sandboxed call.
+pub const TIMEOUT_MS: &str = "group.streams.assignor.timeout.ms";
+/// `group.streams.assignor.max.output.bytes`: largest assignment a component may return.
+pub const MAX_OUTPUT_BYTES: &str = "group.streams.assignor.max.output.bytes";
+
+/// The default of [`ASSIGNORS`]: Kafka's, the built-in sticky assignor alone.
+pub const DEFAULT_ASSIGNORS: &[&str] = &["sticky"];
+/// The default of [`NUM_STANDBY_REPLICAS`], Kafka's: no standbys.
+pub const DEFAULT_NUM_STANDBY_REPLICAS: u32 = 0;
+
+/// A configuration that cannot be used; says which file, line or key, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid properties syntax.
+    #[error("config file {path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// What and where, from the parser.
+        message: String,
+    },
+    /// A command-line override is not `key=value`.
+    #[error("override `{0}` is not of the form key=value")]
+    Override(String),
+    /// A known key has a value it cannot take.
+    #[error("{key}={value:?}: {message}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+}
+
+/// The resolved broker configuration.
+///
+/// Every key, including ones this runtime does not know, is kept in
+/// [`originals`](Self::originals) and handed to each component's `configure`, as Kafka hands
+/// `config.originals()` to a `Configurable` assignor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerConfig {
+    originals: BTreeMap<String, String>,
+    /// [`ASSIGNORS`], in order; never empty.
+    pub assignors: Vec<String>,
+    /// [`NUM_STANDBY_REPLICAS`].
+    pub num_standby_replicas: u32,
+    /// [`RACK_AWARE_ASSIGNMENT_TAGS`].
+    pub rack_aware_assignment_tags: Vec<String>,
+    /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`MAX_OUTPUT_BYTES`] over
+    /// [`Limits::default`].
+    pub limits: Limits,
+    /// Where relative component paths in [`ASSIGNORS`] are resolved: the config file's
+    /// directory, else the working directory.
+    pub base_dir: PathBuf,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self::from_properties(BTreeMap::new()).expect("the defaults are valid")
+    }
+}
+
+impl BrokerConfig {
+    /// Reads `file` (if any), applies `overrides` (`key=value`, later ones win) and resolves
+    /// the result.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Self, ConfigError> {
+        let mut properties = match file {
+            Some(path) => read_properties(path)?,
+            None => BTreeMap::new(),
+        };
+        for o in overrides {
+            let (key, value) = o
+                .split_once('=')
+                .ok_or_else(|| ConfigError::Override(o.clone()))?;
+            properties.insert(key.trim().to_owned(), value.trim().to_owned());
+        }
+        let mut config = Self::from_properties(properties)?;
+        if let Some(dir) = file.and_then(Path::parent) {
+            config.base_dir = dir.to_owned();
+        }
+        Ok(config)
+    }
+
+    /// Resolves already-parsed properties; unset keys take their documented defaults.
+    pub fn from_properties(originals: BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let get = |key: &str| originals.get(key).map(String::as_str);
+        let assignors = match get(ASSIGNORS) {
+            None => DEFAULT_ASSIGNORS.iter().map(|s| (*s).to_owned()).collect(),
+            Some(v) => {
+                let list = parse_list(v);
+                if list.is_empty() {
+                    return Err(ConfigError::Value {
+                        key: ASSIGNORS,
+                        value: v.to_owned(),
+                        message: "the list is empty; name at least one assignor (the first is \
+                                  the default), e.g. `sticky`"
+                            .into(),
+                    });
+                }
+                list
+            }
+        };
+        let num_standby_replicas = match get(NUM_STANDBY_REPLICAS) {
+            None => DEFAULT_NUM_STANDBY_REPLICAS,
+            Some(v) => parse_number(NUM_STANDBY_REPLICAS, v)?,
+        };
+        let rack_aware_assignment_tags = get(RACK_AWARE_ASSIGNMENT_TAGS)
+            .map(parse_list)
+            .unwrap_or_default();
+        let mut limits = Limits::default();
+        if let Some(v) = get(FUEL) {
+            limits = limits.fuel(match v {
+                "none" => None,
+                _ => Some(parse_number(FUEL, v)?),
+            });
+        }
+        if let Some(v) = get(MEMORY_BYTES) {
+            limits = limits.memory_bytes(parse_number(MEMORY_BYTES, v)?);
+        }
+        if let Some(v) = get(TIMEOUT_MS) {
+            let ms: u64 = parse_number(TIMEOUT_MS, v)?;
+            if ms == 0 {
+                return Err(ConfigError::Value {
+                    key: TIMEOUT_MS,
+                    value: v.to_owned(),
+                    message: "must be at least 1".into(),
+                });
+            }
+            limits = limits.timeout(Duration::from_millis(ms));
+        }
+        if let Some(v) = get(MAX_OUTPUT_BYTES) {
+            limits = limits.max_output_bytes(parse_number(MAX_OUTPUT_BYTES, v)?);
+        }
+        Ok(Self {
+            originals,
+            assignors,
+            num_standby_replicas,
+            rack_aware_assignment_tags,
+            limits,
+            base_dir: PathBuf::from("."),
+        })
+    }
+
+    /// Every property as given, for components' `configure`.
+    pub fn originals(&self) -> &BTreeMap<String, String> {
+        &self.originals
+    }
+
+    /// The documented defaults of the keys this runtime reads, for `--help` and the README.
+    pub fn defaults() -> [(&'static str, String); 7] {
+        [
+            (ASSIGNORS, DEFAULT_ASSIGNORS.join(",")),
+            (
+                NUM_STANDBY_REPLICAS,
+                DEFAULT_NUM_STANDBY_REPLICAS.to_string(),
+            ),
+            (RACK_AWARE_ASSIGNMENT_TAGS, String::new()),
+            (FUEL, DEFAULT_FUEL.to_string()),
+            (MEMORY_BYTES, DEFAULT_MEMORY_BYTES.to_string()),
+            (TIMEOUT_MS, DEFAULT_TIMEOUT.as_millis().to_string()),
+            (MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_BYTES.to_string()),
+        ]
+    }
+}
+
+fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let file = std::fs::File::open(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let map =
+        java_properties::read(std::io::BufReader::new(file)).map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+    Ok(map.into_iter().collect())
+}
+
+/// Kafka's `LIST` type: comma-separated, entries trimmed, empty entries dropped.
+pub(crate) fn parse_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn parse_number<T: std::str::FromStr>(key: &'static str, value: &str) -> Result<T, ConfigError> {
+    value.trim().parse().map_err(|_| ConfigError::Value {
+        key,
+        value: value.to_owned(),
+        message: "expected a non-negative integer".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// Unset keys take Kafka's defaults: `[sticky]`, no standbys, no tags, default limits.
+    #[test]
+    fn defaults_match_kafka() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.assignors, ["sticky"]);
+        assert_eq!(c.num_standby_replicas, 0);
+        assert!(c.rack_aware_assignment_tags.is_empty());
+        assert_eq!(c.limits, Limits::default());
+    }
+
+    /// A file in server.properties syntax is read, overrides win, and every key (known or
+    /// not) is kept for `configure`.
+    #[test]
+    fn file_then_overrides() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("server.properties");
+        std::fs::write(
+            &path,
+            "# broker\ngroup.streams.assignors = mine.wasm, sticky\n\
+             group.streams.num.standby.replicas: 1\n\
+             group.streams.rack.aware.assignment.tags=zone,\\\n  cluster\n\
+             group.streams.assignor.fuel=none\nmy.assignor.knob=7\n",
+        )
+        .expect("write");
+        let c = BrokerConfig::load(
+            Some(&path),
+            &["group.streams.num.standby.replicas=2".into()],
+        )
+        .expect("valid");
+        assert_eq!(c.assignors, ["mine.wasm", "sticky"]);
+        assert_eq!(c.num_standby_replicas, 2);
+        assert_eq!(c.rack_aware_assignment_tags, ["zone", "cluster"]);
+        assert_eq!(c.limits.get_fuel(), None);
+        assert_eq!(c.originals()["my.assignor.knob"], "7");
+        assert_eq!(c.base_dir, dir.path());
+    }
+
+    /// Bad values, an empty assignor list, a malformed override and a missing file are errors
+    /// naming the key, the argument or the file.
+    #[test]
+    fn bad_input_is_named() {
+        let err = |p: &[(&str, &str)]| {
+            BrokerConfig::from_properties(props(p))
+                .expect_err("invalid")
+                .to_string()
+        };
+        assert_eq!(
+            err(&[(NUM_STANDBY_REPLICAS, "-1")]),
+            "group.streams.num.standby.replicas=\"-1\": expected a non-negative integer"
+        );
+        assert!(err(&[(ASSIGNORS, " , ")]).contains("the list is empty"));
+        assert!(err(&[(TIMEOUT_MS, "0")]).contains("must be at least 1"));
+        assert!(err(&[(FUEL, "lots")]).starts_with("group.streams.assignor.fuel="));
+        let o = BrokerConfig::load(None, &["novalue".into()]).expect_err("override");
+        assert_eq!(
+            o.to_string(),
+            "override `novalue` is not of the form key=value"
+        );
+        let missing = BrokerConfig::load(Some(Path::new("/nonexistent/x.properties")), &[])
+            .expect_err("missing");
+        assert!(
+            missing
+                .to_string()
+                .starts_with("cannot read the config file /nonexistent/x.properties")
+        );
+    }
+}
