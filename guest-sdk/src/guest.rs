@@ -106,20 +106,34 @@ fn topology_from_wit(t: wit::Topology) -> Topology {
     }
 }
 
-/// The entries of `tasks`, grouped by member: the host sends each member's tasks
-/// contiguously and in order, so each run becomes a `TaskSet` without sorting.
+/// Splits parallel lists into per-member runs: the `(member, start, end)` of each stretch of
+/// equal member indices. The host sends each member's entries contiguously and in order, so
+/// each run is one member's whole set or map, and sizes its collection exactly.
+fn runs(members: &[u32]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let &member = members.get(start)?;
+        let len = members[start..]
+            .iter()
+            .position(|&m| m != member)
+            .unwrap_or(members.len() - start);
+        let run = (member as usize, start, start + len);
+        start += len;
+        Some(run)
+    })
+}
+
+/// The entries of `tasks`, one set per member.
 fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<TaskSet> {
     let mut sets = vec![TaskSet::new(); members];
-    let entries = tasks
-        .members
-        .iter()
-        .zip(&tasks.subtopologies)
-        .zip(&tasks.partitions)
-        .map(|((&m, &s), &p)| (m, TaskId::new(s, p)));
-    for (member, run) in runs(entries) {
-        let set = &mut sets[member as usize];
+    for (member, start, end) in runs(&tasks.members) {
+        let run = tasks.subtopologies[start..end]
+            .iter()
+            .zip(&tasks.partitions[start..end])
+            .map(|(&s, &p)| TaskId::new(s, p));
+        let set = &mut sets[member];
         if set.is_empty() {
-            *set = run.into_iter().collect();
+            *set = run.collect();
         } else {
             set.extend(run);
         }
@@ -127,32 +141,19 @@ fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<TaskSet> {
     sets
 }
 
-/// Splits `(member, item)` entries into per-member runs; the host sends each member's entries
-/// contiguously, so each run is one member's whole map.
-fn runs<T>(entries: impl Iterator<Item = (u32, T)>) -> Vec<(u32, Vec<T>)> {
-    let mut out: Vec<(u32, Vec<T>)> = Vec::new();
-    for (member, item) in entries {
-        match out.last_mut() {
-            Some((m, run)) if *m == member => run.push(item),
-            _ => out.push((member, vec![item])),
-        }
-    }
-    out
-}
-
+/// The entries of `o`, one map per member.
 fn offsets_per_member(o: &wit::MemberTaskOffsets, members: usize) -> Vec<BTreeMap<TaskId, i64>> {
     let mut maps = vec![BTreeMap::new(); members];
-    let entries = o
-        .members
-        .iter()
-        .zip(&o.subtopologies)
-        .zip(&o.partitions)
-        .zip(&o.offsets)
-        .map(|(((&m, &s), &p), &offset)| (m, (TaskId::new(s, p), offset)));
-    for (member, run) in runs(entries) {
-        let map = &mut maps[member as usize];
+    for (member, start, end) in runs(&o.members) {
+        let run = o.subtopologies[start..end]
+            .iter()
+            .zip(&o.partitions[start..end])
+            .zip(&o.offsets[start..end])
+            .map(|((&s, &p), &offset)| (TaskId::new(s, p), offset));
+        let map = &mut maps[member];
         if map.is_empty() {
-            *map = run.into_iter().collect();
+            // Collecting (unlike inserting) bulk-builds the map from the sorted run.
+            *map = run.collect();
         } else {
             map.extend(run);
         }

@@ -79,7 +79,7 @@ fn offsets_with_capacity(n: usize) -> wit::MemberTaskOffsets {
 /// flattened into parallel integer lists, each member's entries contiguous and in order.
 pub(crate) fn input(group: &GroupSpec, topology: &Topology) -> Input {
     let mut bytes = 0;
-    let mut process_index: HashMap<&str, u32> = HashMap::new();
+    let mut process_index: HashMap<&str, u32> = HashMap::with_capacity(group.members.len());
     let mut processes = Vec::new();
     let mut members = Vec::with_capacity(group.members.len());
     let count = |f: fn(&assignor_sdk::Member) -> usize| group.members.iter().map(f).sum::<usize>();
@@ -220,20 +220,24 @@ pub(crate) fn output(
                  subtopologies {s}, partitions {p})"
             ));
         }
-        let mut entries = list
-            .members
-            .iter()
-            .zip(&list.subtopologies)
-            .zip(&list.partitions)
-            .map(|((&m, &s), &p)| (m as usize, TaskId::new(s, p)))
-            .peekable();
-        while let Some((member, first)) = entries.next() {
+        let mut start = 0;
+        while start < m {
             // Guests built with the SDK send each member's tasks as one sorted run, which
-            // becomes the member's set as it is.
-            let mut run = vec![first];
-            while let Some((_, t)) = entries.next_if(|&(m, _)| m == member) {
-                run.push(t);
-            }
+            // becomes the member's set as it is, in one exact-size allocation.
+            let member = list.members[start];
+            let end = start
+                + list.members[start..]
+                    .iter()
+                    .position(|&x| x != member)
+                    .unwrap_or(m - start);
+            let mut run: Vec<TaskId> = list.subtopologies[start..end]
+                .iter()
+                .zip(&list.partitions[start..end])
+                .map(|(&s, &p)| TaskId::new(s, p))
+                .collect();
+            let first = run[0];
+            start = end;
+            let member = member as usize;
             let Some(a) = assignment.members.get_mut(member) else {
                 return Err(format!(
                     "unknown member: {kind} task {} is assigned to member index {member}, but \
