@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
-use assignor_sdk::{GroupSpec, TaskId, Topology};
+use assignor_sdk::{GroupSpec, Member, TaskId, Topology};
 
 /// "Nobody": an absent member, owner or process.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -99,8 +99,11 @@ impl Group {
         let mut prev_owner = vec![NONE; task_ids.len()];
         let mut prev_standbys = vec![0u32; members.len()];
         // (task, previous standby first, highest offset first, rank): Kafka's candidate order.
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut offsets = Vec::new();
+        let reported = |f: fn(&Member) -> usize| members.iter().map(f).sum();
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(reported(|m| {
+            m.standby_tasks.len() + m.warmup_tasks.len() + m.task_offsets.len()
+        }));
+        let mut offsets = Vec::with_capacity(reported(|m| m.task_offsets.len()));
         for (rank, &i) in (0u32..).zip(&input_index) {
             let m = &members[i];
             for d in m.active_tasks.iter().filter_map(dense) {
@@ -205,7 +208,9 @@ impl Candidates {
     pub fn new(candidates: Vec<Candidate>, tasks: usize) -> Self {
         let (start, mut candidates) = by_task(candidates, tasks, |c| c.0);
         for w in start.windows(2) {
-            candidates[w[0] as usize..w[1] as usize].sort_unstable();
+            if w[1] - w[0] > 1 {
+                candidates[w[0] as usize..w[1] as usize].sort_unstable();
+            }
         }
         let members = candidates.into_iter().map(|c| c.3).collect();
         Self { start, members }

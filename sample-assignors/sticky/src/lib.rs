@@ -148,10 +148,20 @@ impl TaskAssignor for StickyAssignor {
         let owner = active::assign(&g);
         let standbys = standby::assign(&g, &owner, group.configs.num_standby_replicas);
 
-        // Tasks are visited in order, so every member's lists come out sorted.
+        // Tasks are visited in order, so every member's lists come out sorted; counting first
+        // sizes each list exactly.
         let m = g.members();
-        let mut actives: Vec<Vec<TaskId>> = vec![Vec::new(); m];
-        let mut standby_lists: Vec<Vec<TaskId>> = vec![Vec::new(); m];
+        let (mut active_count, mut standby_count) = (vec![0usize; m], vec![0usize; m]);
+        for &o in &owner {
+            active_count[o as usize] += 1;
+        }
+        for &s in standbys.slots.iter().filter(|&&s| s != NONE) {
+            standby_count[s as usize] += 1;
+        }
+        let lists = |count: Vec<usize>| -> Vec<Vec<TaskId>> {
+            count.into_iter().map(Vec::with_capacity).collect()
+        };
+        let (mut actives, mut standby_lists) = (lists(active_count), lists(standby_count));
         for (t, &task) in g.task_ids.iter().enumerate() {
             actives[owner[t] as usize].push(task);
             if standbys.per_task > 0 {

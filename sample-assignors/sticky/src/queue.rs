@@ -3,10 +3,9 @@
 //!
 //! Two levels of min-heaps, so that skipping the processes that already hold a task costs a
 //! few steps per process (at most one plus the replica count), however many members they run:
-//! per process, its members by key (entries never updated in place: a change pushes a fresh
-//! entry and the stale one is dropped when it surfaces); per tag class (processes with the
-//! same rack-aware tag values; a single class without tags), its processes by their best
-//! member's key, in an indexed heap updated in place, so it never grows past the processes.
+//! per process, its members by key; per tag class (processes with the same rack-aware tag
+//! values; a single class without tags), its processes by their best member's key. Both are
+//! indexed heaps in flat arrays updated in place, so a step allocates nothing.
 //! Finding the best process not holding a task walks that heap best-first without changing it.
 
 use std::cmp::Reverse;
@@ -27,7 +26,15 @@ pub(crate) struct Loads {
     /// Members, by rank: the standby count to aim for.
     pub target: Vec<u32>,
     process: Vec<u32>,
-    members: Vec<BinaryHeap<Reverse<Key>>>,
+    /// Members grouped by process; each process's run `start[p]..start[p + 1]` is a binary
+    /// min-heap of its members by key, updated in place (no allocation, no stale entries).
+    members: Vec<u32>,
+    /// Per process: where its run of `members` starts (one more entry for the end).
+    start: Vec<u32>,
+    /// Members, by rank: their index in `members`.
+    at: Vec<u32>,
+    /// Members, by rank: their current key.
+    keys: Vec<Key>,
     /// Per class: a binary min-heap of (best member key, process).
     classes: Vec<Vec<(Key, u32)>>,
     class_of: Vec<u32>,
@@ -58,20 +65,37 @@ impl Loads {
     ) -> Self {
         let classes = class_of.iter().max().map_or(0, |&c| c as usize + 1);
         let processes = class_of.len();
+        let m = load.len();
+        let mut start = vec![0u32; processes + 1];
+        for &p in &process {
+            start[p as usize + 1] += 1;
+        }
+        for p in 0..processes {
+            start[p + 1] += start[p];
+        }
         let mut loads = Self {
             load,
             standbys,
             target,
-            members: vec![BinaryHeap::new(); processes],
+            members: vec![0; m],
+            at: vec![0; m],
+            keys: vec![0; m],
+            start,
             classes: vec![Vec::new(); classes],
             process,
             class_of,
             slot: vec![usize::MAX; processes],
             frontier: BinaryHeap::new(),
         };
-        for r in 0..loads.load.len() as u32 {
-            let key = loads.key(r);
-            loads.members[loads.process[r as usize] as usize].push(Reverse(key));
+        let mut next = loads.start.clone();
+        for r in 0..m as u32 {
+            loads.keys[r as usize] = loads.key(r);
+            let p = loads.process[r as usize] as usize;
+            let i = next[p];
+            next[p] += 1;
+            loads.members[i as usize] = r;
+            loads.at[r as usize] = i;
+            loads.member_sift_up(p, i as usize);
         }
         for p in 0..processes as u32 {
             if let Some(key) = loads.process_key(p) {
@@ -95,21 +119,81 @@ impl Loads {
         room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
-    /// Member `r`'s key changed: push it and move its process in the class heap.
+    /// Member `r`'s key changed: move it in its process's heap and its process in the class
+    /// heap.
     fn push(&mut self, r: u32) {
-        let p = self.process[r as usize];
+        let p = self.process[r as usize] as usize;
+        let old = self.keys[r as usize];
         let key = self.key(r);
-        self.members[p as usize].push(Reverse(key));
-        let best = self.process_key(p).expect("a process with members");
-        let c = self.class_of[p as usize] as usize;
-        let at = self.slot[p as usize];
+        self.keys[r as usize] = key;
+        let i = self.at[r as usize] as usize;
+        if key < old {
+            self.member_sift_up(p, i);
+        } else {
+            self.member_sift_down(p, i);
+        }
+        let best = self.keys[self.members[self.start[p] as usize] as usize];
+        let c = self.class_of[p] as usize;
+        let at = self.slot[p];
         let old = self.classes[c][at].0;
         self.classes[c][at].0 = best;
         if best < old {
             self.sift_up(c, at);
-        } else {
+        } else if best > old {
             self.sift_down(c, at);
         }
+    }
+
+    /// Moves the member at index `i` of `members` up to its place in process `p`'s heap.
+    fn member_sift_up(&mut self, p: usize, i: usize) {
+        let base = self.start[p] as usize;
+        let r = self.members[i];
+        let key = self.keys[r as usize];
+        let mut i = i - base;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let q = self.members[base + parent];
+            if self.keys[q as usize] <= key {
+                break;
+            }
+            self.members[base + i] = q;
+            self.at[q as usize] = (base + i) as u32;
+            i = parent;
+        }
+        self.members[base + i] = r;
+        self.at[r as usize] = (base + i) as u32;
+    }
+
+    /// Moves the member at index `i` of `members` down to its place in process `p`'s heap.
+    fn member_sift_down(&mut self, p: usize, i: usize) {
+        let base = self.start[p] as usize;
+        let len = self.start[p + 1] as usize - base;
+        let r = self.members[i];
+        let key = self.keys[r as usize];
+        let mut i = i - base;
+        loop {
+            let mut child = 2 * i + 1;
+            if child >= len {
+                break;
+            }
+            let mut ck = self.keys[self.members[base + child] as usize];
+            if child + 1 < len {
+                let rk = self.keys[self.members[base + child + 1] as usize];
+                if rk < ck {
+                    child += 1;
+                    ck = rk;
+                }
+            }
+            if key <= ck {
+                break;
+            }
+            let q = self.members[base + child];
+            self.members[base + i] = q;
+            self.at[q as usize] = (base + i) as u32;
+            i = child;
+        }
+        self.members[base + i] = r;
+        self.at[r as usize] = (base + i) as u32;
     }
 
     /// Moves the entry at `i` of class `c`'s heap up to its place (a hole moves, not swaps).
@@ -167,15 +251,10 @@ impl Loads {
         self.push(r);
     }
 
-    /// The key of process `p`'s best member, dropping stale entries on the way.
-    fn process_key(&mut self, p: u32) -> Option<Key> {
-        loop {
-            let &Reverse(k) = self.members[p as usize].peek()?;
-            if k == self.key((k & 0xffff_ffff) as u32) {
-                return Some(k);
-            }
-            self.members[p as usize].pop();
-        }
+    /// The key of process `p`'s best member, if it has members.
+    fn process_key(&self, p: u32) -> Option<Key> {
+        let (from, to) = (self.start[p as usize], self.start[p as usize + 1]);
+        (from < to).then(|| self.keys[self.members[from as usize] as usize])
     }
 
     /// The number of tag classes.
@@ -193,10 +272,17 @@ impl Loads {
             blocked_with_room: None,
         };
         let heap = &self.classes[class];
-        self.frontier.clear();
-        if let Some(&(k, _)) = heap.first() {
-            self.frontier.push(Reverse((k, 0)));
+        let Some(&(k, p)) = heap.first() else {
+            return found;
+        };
+        // Most often the best process does not hold the task: no walk needed.
+        if !holds(p) {
+            found.eligible = Some((k & 0xffff_ffff) as u32);
+            found.key = k;
+            return found;
         }
+        self.frontier.clear();
+        self.frontier.push(Reverse((k, 0)));
         while let Some(Reverse((k, i))) = self.frontier.pop() {
             let p = heap[i].1;
             let member = (k & 0xffff_ffff) as u32;

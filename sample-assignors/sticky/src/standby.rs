@@ -60,7 +60,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
     let (mut candidates, mut counts);
     for round in 1.. {
         let target = targets(&active, total, previous.standbys);
-        let (mut slots, held) = keep(g, owner, per_task, &stateful, &previous, &target);
+        let (mut slots, kept) = keep(g, owner, per_task, &stateful, &previous, &target);
         let mut filled = fill(
             g,
             owner,
@@ -69,7 +69,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
             &active,
             target.clone(),
             &mut slots,
-            held,
+            kept,
         );
         level_within_processes(g, &active, &mut slots, &mut filled);
         // Every member exactly at its target, without tags: a keep pass on this output would
@@ -128,7 +128,8 @@ fn as_current(g: &Group, per_task: usize, slots: &[u32]) -> (Candidates, Vec<u32
 /// Keeps what the previous holders can keep: per task, the previous active owner (its state
 /// is there), then current standbys and warm-ups, then members reporting offsets — each while
 /// below its target, on a process not yet holding the task, and (rack-aware) adding tag values
-/// unless every tag already shows every value. Returns the slots and each member's tasks.
+/// unless every tag already shows every value. Returns the slots and each member's standby
+/// count.
 fn keep(
     g: &Group,
     owner: &[u32],
@@ -136,13 +137,12 @@ fn keep(
     stateful: &[u32],
     previous: &Previous<'_>,
     target: &[u32],
-) -> (Vec<u32>, Vec<Vec<u32>>) {
+) -> (Vec<u32>, Vec<u32>) {
     let m = g.members();
     let mut slots = vec![NONE; g.tasks() * per_task];
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
     let mut standbys = vec![0u32; m];
-    let mut held: Vec<Vec<u32>> = vec![Vec::new(); m];
     let mut candidates: Vec<u32> = Vec::new();
     for &t in stateful {
         let slot = &mut slots[t as usize * per_task..][..per_task];
@@ -153,7 +153,12 @@ fn keep(
             candidates.push(prev);
         }
         candidates.extend_from_slice(previous.candidates.of(t));
-        coverage.reset(active_process);
+        if candidates.is_empty() {
+            continue;
+        }
+        if tagged {
+            coverage.reset(active_process);
+        }
         let mut n = 0;
         while n < per_task {
             let holds = |p: u32| {
@@ -175,14 +180,15 @@ fn keep(
             slot[n] = c;
             n += 1;
             standbys[c as usize] += 1;
-            held[c as usize].push(t);
-            coverage.add(g.process[c as usize]);
+            if tagged {
+                coverage.add(g.process[c as usize]);
+            }
             if let Some(used) = candidates.iter_mut().find(|x| **x == c) {
                 *used = NONE;
             }
         }
     }
-    (slots, held)
+    (slots, standbys)
 }
 
 /// Fills the empty slots: the member with the most new tag values (rack-aware), then below
@@ -197,12 +203,15 @@ fn fill(
     active: &[u32],
     target: Vec<u32>,
     slots: &mut [u32],
-    mut held: Vec<Vec<u32>>,
+    standbys: Vec<u32>,
 ) -> Vec<u32> {
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
     let (class_of, class_tags) = classes(g);
-    let standbys: Vec<u32> = held.iter().map(|h| h.len() as u32).collect();
+    // Per task, how many of its slots the keep pass filled (recorded as the fill reaches it).
+    let mut kept = vec![0u32; g.tasks()];
+    // Each member's standbys in the order it took them, built on the first swap (rare).
+    let mut held: Option<Vec<Vec<u32>>> = None;
     let load = active.iter().zip(&standbys).map(|(a, s)| a + s).collect();
     let mut loads = Loads::new(load, standbys, target, g.process.clone(), class_of);
     let all_classes: Vec<usize> = (0..loads.classes()).collect();
@@ -214,12 +223,15 @@ fn fill(
             .iter()
             .take_while(|&&s| s != NONE)
             .count();
+        kept[t as usize] = n as u32;
         if n == per_task {
             continue;
         }
-        coverage.reset(active_process);
-        for &s in &slots[base..base + n] {
-            coverage.add(g.process[s as usize]);
+        if tagged {
+            coverage.reset(active_process);
+            for &s in &slots[base..base + n] {
+                coverage.add(g.process[s as usize]);
+            }
         }
         while n < per_task {
             let try_classes = if tagged && !coverage.saturated() {
@@ -249,16 +261,56 @@ fn fill(
             }
             let Some(pick) = pick else { break };
             if let Some(free) = blocked.filter(|_| !loads.has_room(pick) && !tagged) {
-                swap_one(g, owner, per_task, slots, &mut held, &mut loads, pick, free);
+                let held = held
+                    .get_or_insert_with(|| held_so_far(g, per_task, stateful, slots, &mut kept, t));
+                swap_one(g, owner, per_task, slots, held, &mut loads, pick, free);
             }
             slots[base + n] = pick;
             n += 1;
             loads.add(pick);
-            held[pick as usize].push(t);
-            coverage.add(g.process[pick as usize]);
+            if let Some(held) = &mut held {
+                held[pick as usize].push(t);
+            }
+            if tagged {
+                coverage.add(g.process[pick as usize]);
+            }
         }
     }
     loads.standbys
+}
+
+/// Each member's standbys in the order the keep pass and then the fill (up to task `now`)
+/// gave them: kept slots of every task first, then filled ones task by task. `kept` holds the
+/// kept count of the tasks the fill has reached; it is completed here for the rest.
+fn held_so_far(
+    g: &Group,
+    per_task: usize,
+    stateful: &[u32],
+    slots: &[u32],
+    kept: &mut [u32],
+    now: u32,
+) -> Vec<Vec<u32>> {
+    let mut held: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
+    for &t in stateful.iter().filter(|&&t| t > now) {
+        let slot = &slots[t as usize * per_task..][..per_task];
+        kept[t as usize] = slot.iter().take_while(|&&s| s != NONE).count() as u32;
+    }
+    for &t in stateful {
+        let slot = &slots[t as usize * per_task..][..kept[t as usize] as usize];
+        for &s in slot {
+            held[s as usize].push(t);
+        }
+    }
+    for &t in stateful.iter().take_while(|&&t| t <= now) {
+        let slot = &slots[t as usize * per_task..][..per_task];
+        for &s in slot[kept[t as usize] as usize..]
+            .iter()
+            .filter(|&&s| s != NONE)
+        {
+            held[s as usize].push(t);
+        }
+    }
+    held
 }
 
 /// Evens out actives plus standbys among the members of each process: while one member of a
