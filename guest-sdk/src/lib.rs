@@ -48,6 +48,8 @@
 //! - `model`: the domain types ([`GroupSpec`], [`Topology`], [`GroupAssignment`], [`TaskId`]).
 //! - `validate`: [`validate`], the rules every assignment must satisfy (the runtime enforces
 //!   them on every result).
+//! - [`harness`] (feature `harness`): scenarios, checks, convergence driver and proptest
+//!   strategies for testing assignors natively and in the sandbox.
 //! - `task_set`: [`TaskSet`], the sorted-vector task set members' assignments are made of.
 //! - `assignor`: the [`TaskAssignor`] trait and [`AssignError`].
 //! - `guest` (wasm32 only): wit-bindgen glue and the WIT ⇄ model conversion behind [`export!`].
@@ -55,6 +57,8 @@
 #![deny(missing_docs)]
 
 mod assignor;
+#[cfg(feature = "harness")]
+pub mod harness;
 mod model;
 mod task_set;
 mod validate;

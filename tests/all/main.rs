@@ -5,9 +5,11 @@
 mod common;
 mod coordinator;
 mod determinism;
+mod harness;
 mod hostile;
 mod invalid_output;
 mod load;
 mod registry;
+mod service;
 mod sticky;
 mod store;
