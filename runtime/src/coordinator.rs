@@ -333,6 +333,22 @@ impl Coordinator {
         &self.registry
     }
 
+    /// The registry, to add, replace or remove assignors at run time (a service's uploads).
+    /// Groups whose configured assignor disappears fall back to the default on their next
+    /// computation, with a warning.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// The groups whose `streams.assignor.name` is `assignor`, sorted.
+    pub fn groups_using(&self, assignor: &str) -> Vec<String> {
+        self.groups
+            .iter()
+            .filter(|(_, g)| g.config.assignor_name.as_deref() == Some(assignor))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// The group ids, sorted.
     pub fn groups(&self) -> impl Iterator<Item = &str> {
         self.groups.keys().map(String::as_str)

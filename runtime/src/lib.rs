@@ -38,6 +38,8 @@
 //! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait, the
 //!   embedded [`store::DirStore`] (a locked directory of checksummed files) and
 //!   [`store::MemoryStore`].
+//! - [`service`]: `assignor serve`, the multi-tenant HTTP service over registries,
+//!   coordinators and the store (uploads, group configs, triggers, describe).
 
 #![deny(missing_docs)]
 
@@ -53,6 +55,7 @@ pub mod json;
 mod limits;
 mod registry;
 mod runtime;
+pub mod service;
 pub mod store;
 mod usage;
 mod wasi;

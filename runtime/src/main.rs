@@ -1,5 +1,6 @@
 //! The `assignor` command: run an assignment through the sandbox (`assign`), try the embedded
-//! sample (`demo`), or check a broker config's assignor list (`registry`). See the README for the JSON contract.
+//! sample (`demo`), check a broker config's assignor list (`registry`), or run the
+//! multi-tenant service (`serve`). See the README for the JSON contract.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -9,6 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use assignor_runtime::config::BrokerConfig;
+use assignor_runtime::service::Service;
+use assignor_runtime::service::config::{self as service_config, ServiceConfig};
 use assignor_runtime::{
     Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime,
@@ -41,6 +44,22 @@ enum Command {
     /// Build the assignor registry from a broker config exactly as startup does (every
     /// component loaded and configured) and list it; exit 2 naming the first bad entry.
     Registry(BrokerArgs),
+    /// Run the assignor service (HTTP API). Without --config: an embedded demo with a `demo`
+    /// tenant (token `demo-token`), the `sticky` and `balanced` built-ins, data in
+    /// ./assignor-data, listening on 127.0.0.1:7878.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// The data directory (uploads, groups, compiled cache); overrides `service.data.dir`.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The address to listen on, IP:PORT; overrides `service.listen`.
+    #[arg(long)]
+    listen: Option<String>,
 }
 
 #[derive(Args)]
@@ -115,18 +134,24 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The one-shot commands print their own reports; the service logs its requests.
+    let default_filter = match cli.command {
+        Command::Serve(_) => "info",
+        _ => "error",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "error".into()),
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Assign(args) => assign(args),
         Command::Demo(limits) => demo(limits),
         Command::Registry(args) => registry(args),
+        Command::Serve(args) => serve(args),
     };
     match result {
         Ok(code) => code,
@@ -227,6 +252,71 @@ fn demo(limits: LimitArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut overrides = args.broker.overrides;
+    if let Some(dir) = &args.data_dir {
+        overrides.push(format!("{}={}", service_config::DATA_DIR, dir.display()));
+    }
+    if let Some(listen) = &args.listen {
+        overrides.push(format!("{}={listen}", service_config::LISTEN));
+    }
+    let demo = args.broker.config.is_none();
+    let config = match &args.broker.config {
+        Some(file) => ServiceConfig::load(Some(file), &overrides)?,
+        None => ServiceConfig::demo(&overrides)?,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let service = Service::open(&config)?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        eprintln!(
+            "assignor service listening on http://{addr} (data in {}, {} tenant(s)); Ctrl-C stops it",
+            config.data_dir.display(),
+            config.tenants.len()
+        );
+        if demo {
+            eprintln!("{}", demo_hints(&addr.to_string()));
+        }
+        service
+            .serve(listener, async {
+                let _ = tokio::signal::ctrl_c().await;
+                eprintln!("shutting down: finishing requests in flight");
+            })
+            .await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What to try against the embedded demo, as curl lines.
+fn demo_hints(addr: &str) -> String {
+    let token = service_config::DEMO_TOKEN;
+    let auth = format!("-H 'Authorization: Bearer {token}'");
+    [
+        format!("Try it (demo tenant `{}`, token `{token}`):", service_config::DEMO_TENANT),
+        format!("  curl -s {auth} http://{addr}/v1/assignors"),
+        format!(
+            "  curl -s {auth} -X PUT --data-binary @runtime/demo/group.json http://{addr}/v1/groups/orders"
+        ),
+        format!("  curl -s {auth} -X POST http://{addr}/v1/groups/orders/assign"),
+        format!(
+            "  curl -s {auth} -X PUT -d '{{\"set\": {{\"streams.assignor.name\": \"balanced\"}}}}' http://{addr}/v1/groups/orders/config"
+        ),
+        format!("  curl -s {auth} http://{addr}/v1/groups/orders"),
+        "Upload your own (its name() must match the URL):".to_owned(),
+        format!(
+            "  curl -s {auth} -X PUT --data-binary @target/wasm32-wasip2/release/my_assignor.wasm http://{addr}/v1/assignors/my-assignor"
+        ),
+    ]
+    .join("\n")
 }
 
 /// A function-runner style report: each figure with its limit beside it, flagged (in yellow

@@ -148,4 +148,85 @@ impl Registry {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.assignors.iter().map(Assignor::name)
     }
+
+    /// Registers `assignor` under its `name()` after the configured entries, or replaces the
+    /// assignor already registered under that name in place (keeping its position, so
+    /// replacing the default keeps it the default). Returns the replaced assignor.
+    ///
+    /// This is how a service adds uploaded assignors at run time; the caller decides which
+    /// names may be taken (e.g. never a built-in's).
+    pub fn insert(&mut self, assignor: Assignor) -> Option<Assignor> {
+        match self.by_name.get(assignor.name()) {
+            Some(&i) => Some(std::mem::replace(&mut self.assignors[i], assignor)),
+            None => {
+                self.by_name
+                    .insert(assignor.name().to_owned(), self.assignors.len());
+                self.assignors.push(assignor);
+                None
+            }
+        }
+    }
+
+    /// Unregisters `name` and returns its assignor; `None` if it is not registered or is the
+    /// default (the first entry), which a registry always keeps. Groups configured with a
+    /// removed name fall back to the default, as KIP-1357 says for an unknown name.
+    pub fn remove(&mut self, name: &str) -> Option<Assignor> {
+        let i = *self.by_name.get(name)?;
+        if i == 0 {
+            return None;
+        }
+        let removed = self.assignors.remove(i);
+        self.by_name.remove(name);
+        for index in self.by_name.values_mut() {
+            if *index > i {
+                *index -= 1;
+            }
+        }
+        Some(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(entries: &str) -> Registry {
+        let config =
+            BrokerConfig::load(None, &[format!("{ASSIGNORS}={entries}")]).expect("valid config");
+        let runtime = Runtime::new(crate::Limits::default()).expect("engine");
+        Registry::build(&runtime, &config).expect("registry")
+    }
+
+    fn builtin(name: &str) -> Assignor {
+        Assignor::builtin(name, &Default::default()).expect("built-in")
+    }
+
+    /// Inserting a new name appends it; inserting a registered name replaces it in place.
+    #[test]
+    fn insert_appends_or_replaces_in_place() {
+        let mut r = registry("sticky");
+        assert!(r.insert(builtin("balanced")).is_none());
+        assert_eq!(r.names().collect::<Vec<_>>(), ["sticky", "balanced"]);
+        let old = r.insert(builtin("sticky")).expect("replaced");
+        assert_eq!(old.name(), "sticky");
+        assert_eq!(r.names().collect::<Vec<_>>(), ["sticky", "balanced"]);
+        assert_eq!(r.default_assignor().name(), "sticky");
+        assert_eq!(r.get("balanced").map(Assignor::name), Some("balanced"));
+    }
+
+    /// Removing keeps lookups of the remaining names right and never removes the default.
+    #[test]
+    fn remove_reindexes_and_keeps_the_default() {
+        let mut r = registry("balanced,sticky");
+        assert!(r.remove("balanced").is_none(), "the default stays");
+        assert!(r.remove("nope").is_none());
+        assert_eq!(
+            r.remove("sticky").map(|a| a.name().to_owned()).as_deref(),
+            Some("sticky")
+        );
+        assert!(r.get("sticky").is_none());
+        assert!(r.insert(builtin("sticky")).is_none());
+        assert_eq!(r.get("sticky").map(Assignor::name), Some("sticky"));
+        assert_eq!(r.get("balanced").map(Assignor::name), Some("balanced"));
+    }
 }

@@ -1,0 +1,146 @@
+//! `assignor serve`: the multi-tenant assignor service, an HTTP API over per-tenant
+//! registries and coordinators sharing one durable store.
+//!
+//! Each tenant gets its own [`Runtime`](crate::Runtime) (its fuel, memory and deadline per
+//! call), its own [`Coordinator`](crate::coordinator::Coordinator) whose registry is the
+//! broker's configured assignors plus the tenant's uploads, and its own namespace
+//! (`tenant/<name>/…`) of the one [`DirStore`]. A tenant sees and selects only the built-ins
+//! and its own assignors and reaches only its own groups; another tenant's resources answer
+//! exactly like missing ones (404), so nothing reveals that they exist.
+//!
+//! Nothing that can block runs on the async runtime's threads: coordinator changes (which
+//! fsync), loads (which compile) and assignments (which run guests) go to `spawn_blocking`;
+//! assignments and upload trials additionally hold one of the tenant's
+//! `max.concurrent.assignments` permits, so a hostile tenant occupies at most that many
+//! blocking threads, each for at most its deadline, and never another tenant's slots.
+//!
+//! # Data directory
+//!
+//! - `store/`: the [`DirStore`]: per tenant, `assignor/<name>` (the uploaded component's
+//!   bytes) and the coordinator's `group/<id>` records.
+//! - `cache/`: compiled components by content hash, so a restart deserializes uploads
+//!   instead of recompiling them.
+//!
+//! # Layout
+//!
+//! - [`config`]: the `service.*` keys, tenants and their limits, the embedded demo.
+//! - `auth`: bearer token → tenant, by hash, in constant time.
+//! - `namespace`: a tenant's prefixed view of the shared store.
+//! - `tenant`: one tenant's runtime, coordinator, uploads (checks, commit, delete) and
+//!   assignment permits.
+//! - `api`: the routes and handlers.
+//! - `error`: the error answer and its status/code table.
+
+pub mod config;
+
+mod api;
+mod auth;
+mod error;
+mod namespace;
+mod tenant;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::registry::RegistryError;
+use crate::store::{DirStore, Store, StoreError};
+
+use self::config::ServiceConfig;
+use self::tenant::Tenant;
+
+/// Why the service could not start; names the tenant (and assignor) concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The data directory's store could not be opened (e.g. another process holds it).
+    #[error("{0}")]
+    DataDir(#[from] StoreError),
+    /// The engine for a tenant's limits could not be created.
+    #[error("tenant `{tenant}`: cannot create its engine: {message}")]
+    Engine {
+        /// The tenant.
+        tenant: String,
+        /// Wasmtime's reason.
+        message: String,
+    },
+    /// The broker's `group.streams.assignors` could not be loaded under a tenant's limits.
+    #[error("tenant `{tenant}`: {source}")]
+    Registry {
+        /// The tenant.
+        tenant: String,
+        /// The registry's error.
+        source: RegistryError,
+    },
+    /// A tenant's stored state could not be read.
+    #[error("tenant `{tenant}`: {message}")]
+    Store {
+        /// The tenant.
+        tenant: String,
+        /// What failed.
+        message: String,
+    },
+    /// A stored upload no longer loads.
+    #[error(
+        "tenant `{tenant}`: stored assignor `{assignor}` no longer loads ({message}); restore \
+         the previous runtime or limits, or delete its record from the data directory"
+    )]
+    Upload {
+        /// The tenant.
+        tenant: String,
+        /// The upload's name.
+        assignor: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The service: every tenant, opened from one data directory.
+#[derive(Debug)]
+pub struct Service {
+    tenants: Vec<Arc<Tenant>>,
+    tenant_hashes: Vec<[u8; 32]>,
+    admin_hash: Option<[u8; 32]>,
+    /// The largest body any tenant may upload; bigger requests are cut off unread.
+    max_body_bytes: usize,
+}
+
+impl Service {
+    /// Opens the data directory (locking it) and every tenant in it: the broker's assignors,
+    /// the tenant's stored uploads and groups.
+    pub fn open(config: &ServiceConfig) -> Result<Self, StartError> {
+        let store: Arc<dyn Store> = Arc::new(DirStore::open(config.data_dir.join("store"))?);
+        let cache_dir = config.data_dir.join("cache");
+        let tenants = config
+            .tenants
+            .iter()
+            .map(|t| Tenant::open(t, &config.broker, store.clone(), &cache_dir).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
+            admin_hash: config.admin_token_sha256,
+            max_body_bytes: config
+                .tenants
+                .iter()
+                .map(|t| t.limits.max_component_bytes)
+                .max()
+                .unwrap_or(0)
+                // Room to read an oversized upload and say how big it is.
+                .saturating_add(1 << 20),
+            tenants,
+        })
+    }
+
+    /// Serves the API on `listener` until `shutdown` completes, then finishes the requests
+    /// in flight (graceful shutdown).
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let router = api::router(Arc::new(self));
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
