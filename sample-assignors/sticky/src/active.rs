@@ -118,11 +118,20 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
     picked
 }
 
-/// Members above their target give up their excess, from the subtopologies where they hold
-/// the most beyond the fair share `⌈n_s/M⌉`; ties go to the subtopology released least so far,
-/// so that what is handed out covers the subtopologies evenly and what is kept stays spread.
+/// Members above their target give up their excess, in three steps that keep each
+/// subtopology's spread (every member between `⌊n_s/M⌋` and `⌈n_s/M⌉` of it) wherever the
+/// moves that must happen anyway allow it:
+///
+/// 1. each gives up what it holds beyond the fair share `⌈n_s/M⌉` of a subtopology;
+/// 2. per subtopology, a quota: the members below target must reach its floor `⌊n_s/M⌋`, so
+///    that many (less the tasks nobody owns) are released from members above the floor, one
+///    per member per sweep;
+/// 3. the rest from the subtopologies where they hold the most beyond the fair share, ties to
+///    the subtopology released least so far, so that what is handed out covers the
+///    subtopologies evenly.
 fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &[u32]) {
     let m = g.members();
+    let subtopologies = g.subtopology_start.len();
     let mut held: Vec<Vec<u32>> = vec![Vec::new(); m];
     for t in 0..g.tasks() as u32 {
         let o = owner[t as usize];
@@ -130,45 +139,179 @@ fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &
             held[o as usize].push(t);
         }
     }
-    let mut released = vec![0u32; g.subtopology_start.len()];
-    for (r, tasks) in held.iter().enumerate() {
-        let mut excess = prev[r].saturating_sub(target[r]);
-        if excess == 0 {
-            continue;
-        }
-        // Runs of one subtopology: (subtopology, first index in `tasks`, remaining length).
-        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-        for (i, &t) in tasks.iter().enumerate() {
+    let givers: Vec<usize> = (0..m).filter(|&r| prev[r] > target[r]).collect();
+    if givers.is_empty() {
+        return;
+    }
+    let size = |s: usize| g.subtopology_tasks(s).len() as u32;
+    let (floor, fair) = (
+        |s: usize| size(s) / m as u32,
+        |s: usize| size(s).div_ceil(m as u32),
+    );
+    let excess: Vec<u32> = (0..m).map(|r| prev[r].saturating_sub(target[r])).collect();
+    let mut runs: Vec<Vec<(usize, usize, u32)>> = vec![Vec::new(); m];
+    for &r in &givers {
+        for (i, &t) in held[r].iter().enumerate() {
             let s = g.task_ids[t as usize].subtopology as usize;
-            match runs.last_mut() {
+            match runs[r].last_mut() {
                 Some(run) if run.0 == s => run.2 += 1,
-                _ => runs.push((s, i, 1)),
+                _ => runs[r].push((s, i, 1)),
             }
         }
-        let key = |s: usize, len: usize, released: &[u32]| {
-            let n = g.subtopology_tasks(s).len();
+    }
+    let mut state = Release {
+        held,
+        runs,
+        excess,
+        released: vec![0u32; subtopologies],
+    };
+    // 1 and 3: from the runs most above the fair share; in step 1 only while above it.
+    let by_excess = |state: &mut Release, above_fair_only: bool, owner: &mut [u32]| {
+        // (how far above the fair share, released least so far, lowest subtopology)
+        let key = |s: usize, len: u32, released: &[u32]| {
             (
-                len as i64 - n.div_ceil(m) as i64,
+                i64::from(len) - i64::from(fair(s)),
                 Reverse(released[s]),
                 Reverse(s),
             )
         };
-        let mut heap: BinaryHeap<_> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, &(s, _, len))| (key(s, len, &released), i))
-            .collect();
-        while excess > 0 {
-            let Some((_, i)) = heap.pop() else { break };
-            let (s, first, len) = &mut runs[i];
-            *len -= 1;
-            owner[tasks[*first + *len] as usize] = NONE;
-            released[*s] += 1;
-            excess -= 1;
-            if *len > 0 {
-                heap.push((key(*s, *len, &released), i));
+        for &r in &givers {
+            let runs = &state.runs[r];
+            let mut heap: BinaryHeap<_> = (0..runs.len())
+                .filter(|&i| runs[i].2 > 0)
+                .map(|i| (key(runs[i].0, runs[i].2, &state.released), i))
+                .collect();
+            while state.excess[r] > 0 {
+                let Some((k, i)) = heap.pop() else { break };
+                if above_fair_only && k.0 <= 0 {
+                    break;
+                }
+                state.give(r, i, owner);
+                let (s, _, len) = state.runs[r][i];
+                if len > 0 {
+                    heap.push((key(s, len, &state.released), i));
+                }
             }
         }
+    };
+    by_excess(&mut state, true, owner);
+    // 2: per-subtopology quotas for the members below target.
+    let takers = (0..m).filter(|&r| prev[r] < target[r]).count() as i64;
+    let mut count = vec![0u32; m];
+    let mut quota = vec![0i64; subtopologies];
+    for s in (0..subtopologies).filter(|&s| g.subtopology_stateful[s] == stateful) {
+        let range = g.subtopology_tasks(s);
+        let f = floor(s);
+        let (mut covered, mut unowned) = (0i64, 0i64);
+        for t in range.clone() {
+            match owner[t as usize] {
+                NONE => unowned += 1,
+                o if prev[o as usize] < target[o as usize] => {
+                    count[o as usize] += 1;
+                    covered += i64::from(count[o as usize] <= f);
+                }
+                _ => {}
+            }
+        }
+        for t in range {
+            if owner[t as usize] != NONE {
+                count[owner[t as usize] as usize] = 0;
+            }
+        }
+        quota[s] = takers * i64::from(f) - covered - unowned;
+    }
+    let mut given: Vec<Vec<u32>> = state.runs.iter().map(|r| vec![0; r.len()]).collect();
+    // Sweeps over the members above target, each giving one task to the subtopology with the
+    // most quota left among those it holds above the floor, so every quota drains evenly.
+    while quota.iter().any(|&q| q > 0) {
+        let mut progress = false;
+        for &r in &givers {
+            if state.excess[r] == 0 {
+                continue;
+            }
+            let pick = (0..state.runs[r].len())
+                .filter(|&i| {
+                    let (s, _, len) = state.runs[r][i];
+                    quota[s] > 0 && len > floor(s)
+                })
+                .max_by_key(|&i| (quota[state.runs[r][i].0], Reverse(i)));
+            if let Some(i) = pick {
+                quota[state.runs[r][i].0] -= 1;
+                state.give(r, i, owner);
+                given[r][i] += 1;
+                progress = true;
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    // Repair what the sweeps missed with one exchange each: a member that can give from `s`
+    // but has no excess left takes back a task it gave to another quota `s1`, gives one of
+    // `s` instead, and a member with excess left gives one of `s1`.
+    for (s, quota) in quota.iter_mut().enumerate() {
+        while *quota > 0 {
+            let run_of = |state: &Release, r: usize, s: usize| {
+                state.runs[r]
+                    .binary_search_by_key(&s, |run| run.0)
+                    .ok()
+                    .filter(|&i| state.runs[r][i].2 > floor(s))
+            };
+            let exchange = givers.iter().find_map(|&r1| {
+                let i0 = run_of(&state, r1, s)?;
+                (0..given[r1].len())
+                    .filter(|&j| given[r1][j] > 0)
+                    .find_map(|j| {
+                        let s1 = state.runs[r1][j].0;
+                        givers
+                            .iter()
+                            .filter(|&&r2| r2 != r1 && state.excess[r2] > 0)
+                            .find_map(|&r2| Some((r2, run_of(&state, r2, s1)?)))
+                            .map(|(r2, i2)| (r1, i0, j, r2, i2))
+                    })
+            });
+            let Some((r1, i0, j, r2, i2)) = exchange else {
+                break;
+            };
+            state.take_back(r1, j, owner);
+            given[r1][j] -= 1;
+            state.give(r1, i0, owner);
+            given[r1][i0] += 1;
+            state.give(r2, i2, owner);
+            given[r2][i2] += 1;
+            *quota -= 1;
+        }
+    }
+    by_excess(&mut state, false, owner);
+}
+
+/// The members above target while they release: their tasks of the kind, as runs per
+/// subtopology, and what they and each subtopology have released.
+struct Release {
+    held: Vec<Vec<u32>>,
+    /// Per member: (subtopology, first index in `held`, length still held), by subtopology.
+    runs: Vec<Vec<(usize, usize, u32)>>,
+    excess: Vec<u32>,
+    released: Vec<u32>,
+}
+
+impl Release {
+    /// Member `r` gives up the last task it still holds of its run `i`.
+    fn give(&mut self, r: usize, i: usize, owner: &mut [u32]) {
+        let (s, first, len) = &mut self.runs[r][i];
+        *len -= 1;
+        owner[self.held[r][*first + *len as usize] as usize] = NONE;
+        self.released[*s] += 1;
+        self.excess[r] -= 1;
+    }
+
+    /// Member `r` takes back the task it last gave up of its run `i`.
+    fn take_back(&mut self, r: usize, i: usize, owner: &mut [u32]) {
+        let (s, first, len) = &mut self.runs[r][i];
+        owner[self.held[r][*first + *len as usize] as usize] = r as u32;
+        *len += 1;
+        self.released[*s] -= 1;
+        self.excess[r] += 1;
     }
 }
 
@@ -193,9 +336,11 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32]) {
 
 /// Deals the still unowned tasks of one kind, subtopology by subtopology, round the ring of
 /// members below target (consecutive members on different processes). Of the next few
-/// members, one still below its fair share `⌈n_s/M⌉` of the subtopology is preferred, then the
-/// one with the most still to take, so that no member runs out of room early and leaves a later
-/// subtopology to fewer members.
+/// members, one still below its floor `⌊n_s/M⌋` of the subtopology is preferred, then one
+/// below its fair share `⌈n_s/M⌉`, then the one with the most room to spare: what it still
+/// has to take beyond the floors of the subtopologies still to deal. So no member runs out of
+/// room before a later subtopology has given it its floor, and the spare room (the later
+/// subtopologies' extras) stays spread over as many members as possible.
 fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     let ring: Vec<u32> = g
         .ring
@@ -206,43 +351,83 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     if ring.is_empty() {
         return;
     }
+    let m = g.members() as u32;
     let n = ring.len();
     let mut next: Vec<usize> = (1..=n).map(|i| i % n).collect();
     let mut prev: Vec<usize> = (0..n).map(|i| (i + n - 1) % n).collect();
     let mut at = 0usize;
     let mut count = vec![0u32; g.members()];
-    // How many members still need exactly `d`, and the largest such `d`: a member below its
-    // fair share with that much to take is as good as any, so the search can stop there.
-    let mut needing = vec![0u32; deficit.iter().max().map_or(0, |&d| d as usize + 1)];
-    for &r in &ring {
-        needing[deficit[r as usize] as usize] += 1;
-    }
-    let mut most = needing.len() - 1;
-    for s in 0..g.subtopology_start.len() {
+    let dealt: Vec<usize> = (0..g.subtopology_start.len())
+        .filter(|&s| {
+            g.subtopology_stateful[s] == stateful
+                && g.subtopology_tasks(s).any(|t| owner[t as usize] == NONE)
+        })
+        .collect();
+    let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
+    // Per member: how much of the floors of the subtopologies still to deal it already holds.
+    // A member's room to spare is its deficit minus the floors it still lacks, that is
+    // `deficit + have` minus a sum that is the same for every member.
+    let mut have = vec![0u32; g.members()];
+    for &s in &dealt {
         let range = g.subtopology_tasks(s);
-        if g.subtopology_stateful[s] != stateful || range.clone().all(|t| owner[t as usize] != NONE)
-        {
-            continue;
-        }
-        let fair = (range.len() as u32).div_ceil(g.members() as u32);
         for t in range.clone() {
-            if owner[t as usize] != NONE {
-                count[owner[t as usize] as usize] += 1;
+            let o = owner[t as usize];
+            if o != NONE {
+                count[o as usize] += 1;
+                if count[o as usize] <= floor(s) {
+                    have[o as usize] += 1;
+                }
             }
         }
+        for t in range {
+            if owner[t as usize] != NONE {
+                count[owner[t as usize] as usize] = 0;
+            }
+        }
+    }
+    let spare = |r: usize, deficit: &[u32], have: &[u32]| deficit[r] + have[r];
+    // How many ring members have each spare value, and the largest: a member below its floor
+    // with that much to spare is as good as any, so the search can stop there.
+    let mut needing: Vec<u32> = Vec::new();
+    for &s in &dealt {
+        let range = g.subtopology_tasks(s);
+        let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
+        for t in range.clone() {
+            let o = owner[t as usize];
+            if o != NONE {
+                count[o as usize] += 1;
+                if count[o as usize] <= floor {
+                    have[o as usize] -= 1;
+                }
+            }
+        }
+        needing.clear();
+        let mut look = at;
+        loop {
+            let v = spare(ring[look] as usize, &deficit, &have) as usize;
+            if needing.len() <= v {
+                needing.resize(v + 1, 0);
+            }
+            needing[v] += 1;
+            look = next[look];
+            if look == at {
+                break;
+            }
+        }
+        let mut most = needing.len().saturating_sub(1);
         for t in range.clone() {
             if owner[t as usize] != NONE {
                 continue;
             }
-            // Below its fair share of the subtopology first, then the most still to take.
+            let top = (floor > 0, true, most as u32);
             let (mut pos, mut best) = (at, None);
             let mut look = at;
             for _ in 0..LOOKAHEAD.min(n) {
                 let r = ring[look] as usize;
-                let rank = (count[r] < fair, deficit[r]);
+                let rank = (count[r] < floor, count[r] < fair, spare(r, &deficit, &have));
                 if best.is_none_or(|b| rank > b) {
                     (pos, best) = (look, Some(rank));
-                    if rank == (true, most as u32) {
+                    if rank == top {
                         break;
                     }
                 }
@@ -254,9 +439,12 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             let r = ring[pos] as usize;
             owner[t as usize] = r as u32;
             count[r] += 1;
-            needing[deficit[r] as usize] -= 1;
+            let v = spare(r, &deficit, &have) as usize;
+            needing[v] -= 1;
             deficit[r] -= 1;
-            needing[deficit[r] as usize] += 1;
+            if deficit[r] > 0 {
+                needing[v - 1] += 1;
+            }
             while most > 0 && needing[most] == 0 {
                 most -= 1;
             }

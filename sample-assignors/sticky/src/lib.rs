@@ -18,15 +18,19 @@
 //!    arranged so that no member gets the extra of both kinds while another gets neither: each
 //!    kind's counts and the total counts all differ by at most one between members.
 //! 2. *Keep.* Each current owner keeps its tasks up to its target.
-//! 3. *Release.* A member above its target gives up the excess, from the subtopologies where it
-//!    holds the most beyond its fair share `⌈n_s/M⌉`.
+//! 3. *Release.* A member above its target gives up the excess: first what it holds beyond
+//!    its fair share `⌈n_s/M⌉` of a subtopology; then, per subtopology, a quota — what the
+//!    members below target lack of its floor `⌊n_s/M⌋`, less the unowned tasks — drawn from
+//!    members above the floor (sweeps that drain the quotas evenly, then one exchange per
+//!    task the sweeps missed); then the rest from the subtopologies where it holds the most.
 //! 4. *Warm state.* An unowned stateful task goes to the first member with local state for it
 //!    that is still below target: current standbys and warm-ups first, then members that only
 //!    report offsets for it, highest offset first (Kafka's order; this is how a cold start or a
 //!    member restarting under a new id follows its state on disk).
 //! 5. *Deal.* The rest are dealt subtopology by subtopology round a ring of the members still
 //!    below target, ordered so that consecutive members sit on different processes, preferring
-//!    a member still below its fair share of the subtopology.
+//!    a member below its floor of the subtopology, then below its fair share, then the one
+//!    with the most room to spare beyond the floors of the subtopologies still to deal.
 //!
 //! **Standbys**, `min(numStandbyReplicas, processes − 1)` per stateful task:
 //!
@@ -78,9 +82,12 @@
 //!   them) — past that cap the result would not be a fixed point, which no test has hit.
 //! - **Per-subtopology spread.** A cold start deals each subtopology round the ring (skew at most
 //!   one). Afterwards only the tasks that must move are chosen and dealt for spread: released
-//!   from a member's most over-represented subtopology (ties to the subtopology released least
-//!   so far), dealt to members below their fair share. That is a heuristic: 100→110 members on
-//!   8 × 256 tasks leaves skew 2 in one subtopology (Kafka's code left 7 at 1000→1100).
+//!   above the fair share first, then per-subtopology quotas so the members below target can
+//!   each reach every floor, then from the most over-represented subtopologies; dealt floors
+//!   first, keeping room for later floors. 100→110 members on 8 × 256 tasks ends with skew at
+//!   most one in every subtopology (Kafka's code left 7 at 1000→1100). Still a heuristic: the
+//!   quotas are met greedily with one-step repairs, not by a full flow, so a quota that needs a
+//!   longer chain of exchanges can be missed (skew two in that subtopology).
 //! - **Rack-aware standbys.** With `rackAwareAssignmentTags`, each standby goes where it adds
 //!   the most tag values not yet covered by the task's active and earlier standbys, so a task
 //!   covers as many distinct values of each tag as the members offer. Diversity ranks above the
@@ -103,15 +110,18 @@
 //! (distinct combinations of tag values; 1 without tags): indexing sorts members and buckets
 //! the current standby candidates and offsets by task (each task's few candidates sorted),
 //! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
-//! are `O(T log S)`; standbys take `O(T·R·C·(R + log P))` heap steps. Without tags that is
-//! `O((T·R + E) log)` — near `O(T log T)`; dealing compares at most 32 members per task.
+//! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
+//! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
+//! miss (a handful in the cases measured); standbys take `O(T·R·C·(R + log P))` heap steps.
+//! Without tags that is `O((T·R + E) log)` — near `O(T log T)`; dealing compares at most 32
+//! members per task.
 //!
 //! # Layout
 //!
 //! - `group`: the input indexed into dense integers, with each task's ranked warm members.
 //! - `active`: targets, keep, release, warm state and dealing for active tasks.
 //! - `standby`: targets, keep and fill for standby tasks, with tag coverage.
-//! - `queue`: the two-level heap of member loads the standby fill draws from.
+//! - `queue`: the two-level indexed heap of member loads the standby fill draws from.
 
 #![deny(missing_docs)]
 
