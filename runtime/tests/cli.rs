@@ -172,7 +172,10 @@ fn unknown_builtin_lists_the_builtins() {
     let out = assignor(&["assign", "--assignor", "nope", "--input", EXAMPLE], None);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("built-ins: sticky, balanced"), "{stderr}");
+    assert!(
+        stderr.contains("built-ins: sticky, balanced, rack-aware"),
+        "{stderr}"
+    );
 }
 
 /// The demo runs the embedded sample on the embedded example group.

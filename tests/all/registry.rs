@@ -131,7 +131,7 @@ fn unknown_entry() {
     assert_eq!(
         error(&["com.example.MyAssignor"]),
         "group.streams.assignors entry `com.example.MyAssignor`: not a built-in assignor \
-         (sticky, balanced) and not a component file (a path ending in .wasm)"
+         (sticky, balanced, rack-aware) and not a component file (a path ending in .wasm)"
     );
 }
 

@@ -126,3 +126,21 @@ fn example_agrees() {
     let (b, _) = component.assign(&group, &topology).expect("sandboxed");
     assert_eq!(a, b);
 }
+
+/// The `rack-aware` built-in takes Kafka's `rack.aware.assignment.*` keys from the broker
+/// config, rejects a bad strategy at registry build, and on the example group (racks for
+/// every member and partition) returns a valid assignment.
+#[test]
+fn rack_aware_builtin_is_configured_from_the_broker() {
+    let config = |strategy: &str| {
+        BTreeMap::from([(
+            "rack.aware.assignment.strategy".to_owned(),
+            strategy.to_owned(),
+        )])
+    };
+    let e = Assignor::builtin("rack-aware", &config("MIN")).expect_err("bad strategy");
+    assert!(e.message.contains("rack.aware.assignment.strategy"), "{e}");
+    let assignor = Assignor::builtin("rack-aware", &config("balance_subtopology")).expect("ok");
+    let (group, topology) = example();
+    assignor.assign(&group, &topology).expect("valid");
+}
