@@ -402,9 +402,15 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             }
         }
         needing.clear();
+        // Ring members below the floor and below the fair share: when none is left, a member
+        // with the most to spare is as good as any without that preference.
+        let (mut below_floor, mut below_fair) = (0u32, 0u32);
         let mut look = at;
         loop {
-            let v = spare(ring[look] as usize, &deficit, &have) as usize;
+            let r = ring[look] as usize;
+            below_floor += u32::from(count[r] < floor);
+            below_fair += u32::from(count[r] < fair);
+            let v = spare(r, &deficit, &have) as usize;
             if needing.len() <= v {
                 needing.resize(v + 1, 0);
             }
@@ -419,7 +425,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             if owner[t as usize] != NONE {
                 continue;
             }
-            let top = (floor > 0, true, most as u32);
+            let top = (below_floor > 0, below_fair > 0, most as u32);
             let (mut pos, mut best) = (at, None);
             let mut look = at;
             for _ in 0..LOOKAHEAD.min(n) {
@@ -438,6 +444,8 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             }
             let r = ring[pos] as usize;
             owner[t as usize] = r as u32;
+            below_floor -= u32::from(count[r] + 1 == floor);
+            below_fair -= u32::from(count[r] + 1 == fair);
             count[r] += 1;
             let v = spare(r, &deficit, &have) as usize;
             needing[v] -= 1;
@@ -450,6 +458,8 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             }
             at = next[pos];
             if deficit[r] == 0 {
+                below_floor -= u32::from(count[r] < floor);
+                below_fair -= u32::from(count[r] < fair);
                 // Unlink `pos`; the ring empties exactly when the last task is dealt.
                 next[prev[pos]] = next[pos];
                 prev[next[pos]] = prev[pos];
