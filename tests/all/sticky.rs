@@ -4,93 +4,13 @@
 use std::collections::BTreeMap;
 
 use assignor_runtime::{Assignor, Limits};
-use assignor_sdk::{AssignmentConfigs, GroupSpec, Member, Subtopology, TaskId, TaskSet, Topology};
+use assignor_sdk::harness::strategy::{self, GroupBounds};
 use assignor_tests::guests;
-use proptest::prelude::*;
+use proptest::prop_assert;
+use proptest::prop_assert_eq;
 use proptest::test_runner::{Config, TestRunner};
 
 use crate::common::{example, load, runtime};
-
-/// A random group: 1–30 members on 1–10 processes, 1–5 subtopologies (some stateless) of
-/// 1–24 partitions, 0–2 standbys, optional zone tags, and a random current assignment that
-/// may be stale or conflicting (tasks held twice, tasks of partitions that no longer exist).
-fn group() -> impl Strategy<Value = (GroupSpec, Topology)> {
-    (
-        1usize..=30,
-        1usize..=10,
-        prop::collection::vec((1u32..=24, any::<bool>()), 1..=5),
-        0u32..=2,
-        any::<bool>(),
-        any::<u64>(),
-    )
-        .prop_map(|(members, processes, subs, standbys, tagged, seed)| {
-            let topology = Topology {
-                subtopologies: subs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(partitions, stateful))| Subtopology {
-                        id: format!("s{i}"),
-                        max_num_input_partitions: partitions,
-                        is_stateful: stateful,
-                        source_topics: Vec::new(),
-                    })
-                    .collect(),
-                racks: Vec::new(),
-            };
-            // A small xorshift stream: the strategy's seed fixes every choice below.
-            let mut state = seed | 1;
-            let mut next = move |n: u64| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state % n.max(1)
-            };
-            let tasks: Vec<TaskId> = topology.tasks().collect();
-            let members = (0..members)
-                .map(|m| {
-                    let mut pick = |odds: u64| -> TaskSet {
-                        let stale = (next(4) == 0).then_some(TaskId::new(0, 99));
-                        tasks
-                            .iter()
-                            .copied()
-                            .filter(|_| next(odds) == 0)
-                            .chain(stale)
-                            .collect()
-                    };
-                    let active_tasks = pick(members as u64);
-                    let standby_tasks: TaskSet = pick(members as u64 * 2)
-                        .into_iter()
-                        .filter(|t| !active_tasks.contains(t))
-                        .collect();
-                    let zone = next(3);
-                    Member {
-                        member_id: format!("m{m:02}"),
-                        process_id: format!("p{}", next(processes as u64)),
-                        client_tags: if tagged {
-                            BTreeMap::from([("zone".to_owned(), format!("z{zone}"))])
-                        } else {
-                            BTreeMap::new()
-                        },
-                        active_tasks,
-                        standby_tasks,
-                        ..Member::default()
-                    }
-                })
-                .collect();
-            let group = GroupSpec {
-                members,
-                configs: AssignmentConfigs {
-                    num_standby_replicas: standbys,
-                    rack_aware_assignment_tags: if tagged {
-                        vec!["zone".to_owned()]
-                    } else {
-                        Vec::new()
-                    },
-                },
-            };
-            (group, topology)
-        })
-}
 
 /// On random groups the built-in and the sandboxed component return the same assignment,
 /// and both pass validation.
@@ -99,13 +19,20 @@ fn builtin_and_component_agree() {
     let rt = runtime(Limits::default());
     let component = Assignor::Component(load(&rt, guests::STICKY, &[]).into());
     let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
+    // Kafka-test sized groups with stale and conflicting current assignments and tags.
+    let bounds = GroupBounds {
+        members: (1, 30),
+        processes: (1, 10),
+        partitions: (1, 24),
+        ..GroupBounds::default()
+    };
     let mut runner = TestRunner::new(Config {
         cases: 48,
         failure_persistence: None,
         ..Config::default()
     });
     runner
-        .run(&group(), |(group, topology)| {
+        .run(&strategy::groups(bounds), |(group, topology)| {
             let (a, _) = native.assign(&group, &topology).expect("native");
             let (b, usage) = component.assign(&group, &topology).expect("sandboxed");
             prop_assert_eq!(a, b);
