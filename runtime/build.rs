@@ -12,6 +12,7 @@ fn main() {
     let guests = [Guest {
         package: "balanced-assignor".into(),
         dir: workspace.join("sample-assignors/balanced"),
+        separate: false,
     }];
     let target_dir = build(&workspace, &guests);
     for guest in &guests {

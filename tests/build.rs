@@ -72,11 +72,13 @@ const GUESTS: &[(&str, Expect)] = &[
     ("not-an-assignor", Expect::Load),
 ];
 
-/// Sample assignors (directory under `sample-assignors/`, package) the tests also run; they
-/// must behave.
-const SAMPLES: &[(&str, &str)] = &[
-    ("balanced", "balanced-assignor"),
-    ("sticky", "sticky-assignor"),
+/// Sample assignors (directory under `sample-assignors/`, package, whether it needs a build
+/// of its own — see [`Guest::separate`]) the tests also run; they must behave.
+const SAMPLES: &[(&str, &str, bool)] = &[
+    ("balanced", "balanced-assignor", false),
+    ("sticky", "sticky-assignor", false),
+    // Uses `sticky-assignor` as a library.
+    ("rack-aware", "rack-aware-assignor", true),
 ];
 
 fn main() {
@@ -86,10 +88,11 @@ fn main() {
     println!("cargo:rerun-if-changed={}", guests_dir.display());
     check_classified(&guests_dir);
 
-    let samples = SAMPLES.iter().map(|&(dir, package)| {
+    let samples = SAMPLES.iter().map(|&(dir, package, separate)| {
         let guest = Guest {
             package: package.to_owned(),
             dir: workspace.join("sample-assignors").join(dir),
+            separate,
         };
         (guest, dir, Expect::Ok)
     });
@@ -99,6 +102,7 @@ fn main() {
             let guest = Guest {
                 package: format!("guest-{dir}"),
                 dir: guests_dir.join(dir),
+                separate: false,
             };
             (guest, dir, expect)
         })

@@ -24,15 +24,32 @@ pub struct Guest {
     pub package: String,
     /// The crate's directory.
     pub dir: PathBuf,
+    /// Build this guest in a cargo invocation and target directory of its own
+    /// (`<target>/guests/<package>`). Needed when it uses another guest crate as a library
+    /// with that crate's `component` feature off: cargo unifies features across one build, so
+    /// building both together would turn the feature back on and the two crates' component
+    /// exports would collide at link time; and cargo also links a `cdylib` dependency as a
+    /// component (without exports) under the dependency's own file name, which would
+    /// overwrite the real one in a shared target directory.
+    pub separate: bool,
 }
 
 impl Guest {
     /// The component file the build produces for this guest.
     pub fn artifact(&self, target_dir: &Path) -> PathBuf {
-        target_dir
+        self.target_dir(target_dir)
             .join(TARGET)
             .join("release")
             .join(format!("{}.wasm", self.package.replace('-', "_")))
+    }
+
+    /// The target directory this guest is built in, given the shared one [`build`] returns.
+    pub fn target_dir(&self, shared: &Path) -> PathBuf {
+        if self.separate {
+            shared.join(&self.package)
+        } else {
+            shared.to_path_buf()
+        }
     }
 }
 
@@ -45,8 +62,8 @@ pub fn workspace_root(manifest_dir: &Path, depth: usize) -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds `guests` in release mode for [`TARGET`] and returns the target directory holding
-/// them. Emits `rerun-if-changed` for the guests, the SDK and the WIT. Panics with the nested
+/// Builds `guests` in release mode for [`TARGET`] and returns the shared target directory
+/// ([`Guest::artifact`] finds each component in it). Emits `rerun-if-changed` for the guests, the SDK and the WIT. Panics with the nested
 /// build's output when it fails: a build script has no better channel.
 pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
     for guest in guests {
@@ -65,11 +82,23 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.join("target"))
         .join("guests");
+    let (together, separate): (Vec<&Guest>, Vec<&Guest>) = guests.iter().partition(|g| !g.separate);
+    if !together.is_empty() {
+        cargo_build(workspace, &target_dir, &together);
+    }
+    for guest in separate {
+        cargo_build(workspace, &guest.target_dir(&target_dir), &[guest]);
+    }
+    target_dir
+}
+
+/// Runs one nested release build of `guests` into `target_dir`.
+fn cargo_build(workspace: &Path, target_dir: &Path, guests: &[&Guest]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
         .args(["build", "--release", "--target", TARGET, "--target-dir"])
-        .arg(&target_dir);
+        .arg(target_dir);
     for guest in guests {
         cmd.args(["-p", &guest.package]);
     }
@@ -98,7 +127,6 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    target_dir
 }
 
 /// Installs the guest target with rustup when the toolchain lacks it.

@@ -1,11 +1,10 @@
 //! The `rack-aware` task assignor (KIP-925): the sticky assignment, then a min-cost flow that
 //! moves active tasks next to their input partitions' replicas without upsetting balance.
 //!
-//! Natively this crate is a library the runtime can use as a built-in. It is meant to be a
-//! component too (`cargo build -p rack-aware-assignor --release --target wasm32-wasip2`), but
-//! that link fails for now: `sticky-assignor`'s rlib carries its own `export!`, so the two
-//! crates define the same component exports. Gating sticky's export behind a default cargo
-//! feature (which this crate would turn off) fixes it; that change belongs to the sticky crate.
+//! Natively this crate is a library the runtime uses as a built-in; built for `wasm32-wasip2`
+//! it is a component (`cargo build -p rack-aware-assignor --release --target wasm32-wasip2`).
+//! It uses `sticky-assignor` as a library with that crate's `component` feature off, so the
+//! two crates' component exports do not collide.
 //!
 //! # Algorithm
 //!

@@ -193,4 +193,5 @@ impl TaskAssignor for StickyAssignor {
     }
 }
 
+#[cfg(feature = "component")]
 assignor_sdk::export!(StickyAssignor);
