@@ -50,6 +50,8 @@
 //!   them on every result).
 //! - [`harness`] (feature `harness`): scenarios, checks, convergence driver and proptest
 //!   strategies for testing assignors natively and in the sandbox.
+//! - [`capture`] (feature `capture`): the files the runtime writes when a call fails, for
+//!   `assignor replay` and for loading a production failure as a test case.
 //! - `task_set`: [`TaskSet`], the sorted-vector task set members' assignments are made of.
 //! - `assignor`: the [`TaskAssignor`] trait and [`AssignError`].
 //! - `guest` (wasm32 only): wit-bindgen glue and the WIT ⇄ model conversion behind [`export!`].
@@ -57,6 +59,8 @@
 #![deny(missing_docs)]
 
 mod assignor;
+#[cfg(feature = "capture")]
+pub mod capture;
 #[cfg(feature = "harness")]
 pub mod harness;
 mod model;

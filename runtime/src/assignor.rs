@@ -17,7 +17,12 @@ use crate::usage::Usage;
 #[derive(Clone)]
 pub enum Assignor {
     /// Compiled into the runtime, called natively.
-    BuiltIn(Arc<dyn TaskAssignor>),
+    BuiltIn {
+        /// The configured assignor.
+        assignor: Arc<dyn TaskAssignor>,
+        /// The configuration it was given (kept for captures of failed calls).
+        config: Arc<BTreeMap<String, String>>,
+    },
     /// A WebAssembly component, called in a fresh sandbox.
     Component(Arc<ComponentAssignor>),
 }
@@ -25,7 +30,9 @@ pub enum Assignor {
 impl std::fmt::Debug for Assignor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::BuiltIn(a) => f.debug_tuple("BuiltIn").field(&a.name()).finish(),
+            Self::BuiltIn { assignor, .. } => {
+                f.debug_tuple("BuiltIn").field(&assignor.name()).finish()
+            }
             Self::Component(c) => f.debug_tuple("Component").field(c).finish(),
         }
     }
@@ -55,14 +62,25 @@ impl Assignor {
                 format!("configure rejected the configuration: {message}"),
             )
         })?;
-        Ok(Self::BuiltIn(Arc::from(assignor)))
+        Ok(Self::BuiltIn {
+            assignor: Arc::from(assignor),
+            config: Arc::new(config.clone()),
+        })
     }
 
     /// The assignor's name.
     pub fn name(&self) -> &str {
         match self {
-            Self::BuiltIn(a) => a.name(),
+            Self::BuiltIn { assignor, .. } => assignor.name(),
             Self::Component(c) => c.name(),
+        }
+    }
+
+    /// The configuration `configure` was given.
+    pub fn config(&self) -> BTreeMap<String, String> {
+        match self {
+            Self::BuiltIn { config, .. } => config.as_ref().clone(),
+            Self::Component(c) => c.config(),
         }
     }
 
@@ -74,7 +92,7 @@ impl Assignor {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let result = match self {
             Self::Component(c) => c.assign(group, topology),
-            Self::BuiltIn(a) => assign_native(a.as_ref(), group, topology),
+            Self::BuiltIn { assignor, .. } => assign_native(assignor.as_ref(), group, topology),
         };
         match &result {
             Ok((_, usage)) => tracing::debug!(

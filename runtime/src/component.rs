@@ -12,6 +12,7 @@ use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 use crate::boundary::{self, AssignorPre};
 use crate::cache::{self, ContentHash};
 use crate::error::{ErrorKind, TaskAssignorError};
+use crate::limits::Limits;
 use crate::runtime::{EPOCH_TICK, Runtime};
 use crate::usage::Usage;
 use crate::wasi::{CallState, Capture};
@@ -42,6 +43,13 @@ struct Sandbox {
     store: Store<CallState>,
     capture: Capture,
     fuel: u64,
+}
+
+impl Sandbox {
+    /// Fuel used so far: instantiation, `configure` and `assign` together.
+    fn consumed(&self) -> u64 {
+        self.fuel - self.store.get_fuel().unwrap_or(0)
+    }
 }
 
 impl ComponentAssignor {
@@ -100,6 +108,16 @@ impl ComponentAssignor {
         &self.name
     }
 
+    /// The configuration `configure` was given.
+    pub fn config(&self) -> BTreeMap<String, String> {
+        self.config.iter().cloned().collect()
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.runtime.inner.limits
+    }
+
     /// SHA-256 of the component's bytes, hex-encoded.
     pub fn sha256(&self) -> String {
         cache::hex(&self.hash)
@@ -113,7 +131,8 @@ impl ComponentAssignor {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
         let (assignment, mut usage) = self.assign_unvalidated(group, topology)?;
-        assignor_sdk::validate(group, topology, &assignment).map_err(|m| self.invalid(m))?;
+        assignor_sdk::validate(group, topology, &assignment)
+            .map_err(|m| self.invalid(m).with_fuel(usage.fuel))?;
         usage.wall_time = start.elapsed();
         Ok((assignment, usage))
     }
@@ -141,15 +160,15 @@ impl ComponentAssignor {
                 .call_assign(store, &input.group, &input.topology)?
                 .map_err(|e| e.message))
         });
+        let fuel = Some(sandbox.consumed());
         let output = match result {
             Ok(Ok(output)) => output,
             Ok(Err(message)) => {
                 self.log_output(&sandbox);
-                return Err(TaskAssignorError::new(
-                    &self.name,
-                    ErrorKind::GuestError,
-                    message,
-                ));
+                return Err(
+                    TaskAssignorError::new(&self.name, ErrorKind::GuestError, message)
+                        .with_fuel(fuel),
+                );
             }
             Err(e) => return Err(self.classify(e, &sandbox, "assigning")),
         };
@@ -157,15 +176,18 @@ impl ComponentAssignor {
         let limits = &self.runtime.inner.limits;
         let output_bytes = boundary::output_bytes(&output);
         if output_bytes > limits.get_max_output_bytes() {
-            return Err(self.invalid(format!(
-                "output too large: {output_bytes} bytes, over the limit of {} bytes",
-                limits.get_max_output_bytes()
-            )));
+            return Err(self
+                .invalid(format!(
+                    "output too large: {output_bytes} bytes, over the limit of {} bytes",
+                    limits.get_max_output_bytes()
+                ))
+                .with_fuel(fuel));
         }
-        let assignment = boundary::output(output, group, topology).map_err(|m| self.invalid(m))?;
+        let assignment = boundary::output(output, group, topology)
+            .map_err(|m| self.invalid(m).with_fuel(fuel))?;
         let state = sandbox.store.data();
         let usage = Usage {
-            fuel: Some(sandbox.fuel - sandbox.store.get_fuel().unwrap_or(0)),
+            fuel,
             peak_memory_bytes: Some(state.peak_memory),
             wall_time: start.elapsed(),
             input_bytes: Some(input.bytes),
@@ -301,8 +323,9 @@ impl ComponentAssignor {
             message.push_str("; guest output:\n");
             message.push_str(output.trim_end());
         }
-        tracing::warn!(assignor = %self.name, kind = %kind, "assignor call failed");
-        TaskAssignorError::new(&self.name, kind, message)
+        let fuel = sandbox.consumed();
+        tracing::warn!(assignor = %self.name, kind = %kind, fuel, "assignor call failed");
+        TaskAssignorError::new(&self.name, kind, message).with_fuel(Some(fuel))
     }
 }
 

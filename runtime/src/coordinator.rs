@@ -47,8 +47,9 @@ pub const INITIAL_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between retries of a failing assignor: 60 s.
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Version of the persisted group encoding; bumped on any change to [`GroupState`].
-const FORMAT_VERSION: u32 = 1;
+/// Version of the persisted group encoding; bumped on any change to [`GroupState`]. Version 2
+/// added the fuel of a failed call to [`Failure::error`]; version 1 is still read ([`v1`]).
+const FORMAT_VERSION: u32 = 2;
 /// Store keys of groups start with this.
 const GROUP_KEY_PREFIX: &str = "group/";
 
@@ -277,6 +278,13 @@ pub struct CompletedJob {
     outcome: Result<(GroupAssignment, Usage), TaskAssignorError>,
 }
 
+impl CompletedJob {
+    /// What the call used, or why it failed.
+    pub fn outcome(&self) -> Result<&Usage, &TaskAssignorError> {
+        self.outcome.as_ref().map(|(_, usage)| usage)
+    }
+}
+
 /// Streams groups, their configs and target assignments, backed by a [`Store`].
 pub struct Coordinator {
     registry: Registry,
@@ -363,6 +371,62 @@ impl Coordinator {
         group: &str,
         changes: &[(&str, ConfigOp)],
     ) -> Result<GroupConfig, CoordinatorError> {
+        let config = self.changed_config(group, changes)?;
+        self.update(group, |g| {
+            set_config(g, &config);
+            Ok(config)
+        })
+    }
+
+    /// Replaces a whole group in one change, as a service's "PUT the group document" does:
+    /// applies `changes` to its config (checked first, exactly as
+    /// [`alter_config`](Self::alter_config)), sets `topology`, upserts `members` and removes
+    /// every member not among them. It is persisted as one store write: a rejected config or
+    /// a failed write changes nothing, and a crash leaves the old group or the new one. The
+    /// group epoch moves once if the topology or the members' metadata changed. Returns the
+    /// group epoch.
+    pub fn set_group(
+        &mut self,
+        group: &str,
+        changes: &[(&str, ConfigOp)],
+        topology: Topology,
+        members: Vec<Member>,
+    ) -> Result<u32, CoordinatorError> {
+        let config = self.changed_config(group, changes)?;
+        self.update(group, |g| {
+            set_config(g, &config);
+            let mut bump = false;
+            if g.topology.as_ref() != Some(&topology) {
+                if let Some(old) = g.topology.take() {
+                    remap(&mut g.members, g.target.as_mut(), &old, &topology);
+                }
+                g.topology = Some(topology);
+                bump = true;
+            }
+            let mut next = BTreeMap::new();
+            for member in members {
+                bump |= g
+                    .members
+                    .get(&member.member_id)
+                    .is_none_or(|old| !same_metadata(old, &member));
+                next.insert(member.member_id.clone(), member);
+            }
+            bump |= g.members.keys().any(|id| !next.contains_key(id));
+            g.members = next;
+            if bump {
+                g.group_epoch += 1;
+            }
+            Ok(g.group_epoch)
+        })
+    }
+
+    /// `group`'s config with `changes` applied, every change checked; `INVALID_CONFIG` names
+    /// the first bad one.
+    fn changed_config(
+        &self,
+        group: &str,
+        changes: &[(&str, ConfigOp)],
+    ) -> Result<GroupConfig, CoordinatorError> {
         let invalid = |key: &str, message: String| CoordinatorError::InvalidConfig {
             group: group.to_owned(),
             key: key.to_owned(),
@@ -416,15 +480,7 @@ impl Coordinator {
                 }
             }
         }
-        self.update(group, |g| {
-            if g.config != config {
-                g.config = config.clone();
-                if let Some(f) = &mut g.last_failure {
-                    f.retry_at = f.at;
-                }
-            }
-            Ok(config)
-        })
+        Ok(config)
     }
 
     /// A member joins or updates itself, as a heartbeat does: new members and changed
@@ -713,6 +769,17 @@ impl Coordinator {
     }
 }
 
+/// Makes `config` the group's; a different config clears the failure backoff, so the next
+/// trigger runs the (possibly new) assignor at once.
+fn set_config(g: &mut GroupState, config: &GroupConfig) {
+    if g.config != *config {
+        g.config = config.clone();
+        if let Some(f) = &mut g.last_failure {
+            f.retry_at = f.at;
+        }
+    }
+}
+
 fn same_metadata(a: &Member, b: &Member) -> bool {
     a.instance_id == b.instance_id
         && a.rack_id == b.rack_id
@@ -779,10 +846,126 @@ fn decode(key: &str, bytes: &[u8]) -> Result<GroupState, CoordinatorError> {
     };
     let (version, rest): (u32, &[u8]) =
         postcard::take_from_bytes(bytes).map_err(|e| corrupt(e.to_string()))?;
-    if version != FORMAT_VERSION {
-        return Err(corrupt(format!(
-            "format version {version}, this runtime reads version {FORMAT_VERSION}"
-        )));
+    match version {
+        FORMAT_VERSION => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
+        1 => postcard::from_bytes::<v1::GroupState>(rest)
+            .map(GroupState::from)
+            .map_err(|e| corrupt(e.to_string())),
+        _ => Err(corrupt(format!(
+            "format version {version}, this runtime reads versions 1 to {FORMAT_VERSION} (a \
+             newer runtime wrote it?)"
+        ))),
     }
-    postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string()))
+}
+
+/// Version 1 of the group encoding, before failures carried fuel: read so that a data
+/// directory written by an older runtime still loads. A group is rewritten in the current
+/// version the next time it changes.
+mod v1 {
+    use std::collections::BTreeMap;
+    use std::time::SystemTime;
+
+    use assignor_sdk::{Member, Topology};
+    use serde::Deserialize;
+
+    use super::{GroupConfig, TargetAssignment};
+    use crate::error::{ErrorKind, TaskAssignorError};
+
+    #[derive(Deserialize)]
+    pub(super) struct GroupState {
+        config: GroupConfig,
+        group_epoch: u32,
+        topology: Option<Topology>,
+        members: BTreeMap<String, Member>,
+        target: Option<TargetAssignment>,
+        last_failure: Option<Failure>,
+    }
+
+    #[derive(Deserialize)]
+    struct Failure {
+        error: Error,
+        at: SystemTime,
+        group_epoch: u32,
+        consecutive: u32,
+        retry_at: SystemTime,
+    }
+
+    #[derive(Deserialize)]
+    struct Error {
+        assignor: String,
+        kind: ErrorKind,
+        message: String,
+    }
+
+    impl From<GroupState> for super::GroupState {
+        fn from(v1: GroupState) -> Self {
+            Self {
+                config: v1.config,
+                group_epoch: v1.group_epoch,
+                topology: v1.topology,
+                members: v1.members,
+                target: v1.target,
+                last_failure: v1.last_failure.map(|f| super::Failure {
+                    error: TaskAssignorError::new(f.error.assignor, f.error.kind, f.error.message),
+                    at: f.at,
+                    group_epoch: f.group_epoch,
+                    consecutive: f.consecutive,
+                    retry_at: f.retry_at,
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// A group written by a version-1 runtime (a failure without fuel) still loads, with its
+    /// failure intact and no fuel.
+    #[test]
+    fn reads_version_1() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let retry_at = at + INITIAL_RETRY_BACKOFF;
+        // postcard encodes a struct as its fields in order, so tuples reproduce version 1.
+        let v1_failure = (
+            ("sticky", ErrorKind::Trap, "boom"),
+            at,
+            3u32,
+            2u32,
+            retry_at,
+        );
+        let bytes = postcard::to_stdvec(&(
+            1u32,
+            GroupConfig::default(),
+            3u32,
+            None::<Topology>,
+            BTreeMap::<String, Member>::new(),
+            None::<TargetAssignment>,
+            Some(v1_failure),
+        ))
+        .expect("serializes");
+        let state = decode("group/g", &bytes).expect("version 1 decodes");
+        assert_eq!(state.group_epoch, 3);
+        let failure = state.last_failure.as_ref().expect("the failure survives");
+        assert_eq!(
+            failure.error,
+            TaskAssignorError::new("sticky", ErrorKind::Trap, "boom")
+        );
+        assert_eq!((failure.consecutive, failure.retry_at), (2, retry_at));
+        let rewritten = decode("group/g", &encode(&state)).expect("version 2 decodes");
+        assert_eq!(rewritten, state);
+    }
+
+    /// A version this runtime does not know is refused with both versions named.
+    #[test]
+    fn refuses_unknown_versions() {
+        let bytes = postcard::to_stdvec(&(9u32, 0u8)).expect("serializes");
+        let err = decode("group/g", &bytes).expect_err("version 9 is unknown");
+        assert!(
+            err.to_string().contains("format version 9"),
+            "unexpected error: {err}"
+        );
+    }
 }

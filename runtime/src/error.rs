@@ -73,6 +73,10 @@ pub struct TaskAssignorError {
     pub kind: ErrorKind,
     /// What went wrong and, where it helps, what to do about it.
     pub message: String,
+    /// Fuel the call consumed before it failed, where the sandbox measured it (`None` for
+    /// built-ins and for failures before the call started). Deterministic for every kind but
+    /// `timeout`: a replay of the same input consumes the same fuel.
+    pub fuel: Option<u64>,
 }
 
 impl TaskAssignorError {
@@ -82,6 +86,13 @@ impl TaskAssignorError {
             assignor: assignor.into(),
             kind,
             message: message.into(),
+            fuel: None,
         }
+    }
+
+    /// The same error, with the fuel consumed before it.
+    pub fn with_fuel(mut self, fuel: Option<u64>) -> Self {
+        self.fuel = fuel;
+        self
     }
 }

@@ -320,6 +320,7 @@ pub fn error_json(error: &TaskAssignorError) -> serde_json::Value {
             "kind": error.kind.as_str(),
             "assignor": error.assignor,
             "message": error.message,
+            "fuel": error.fuel,
         }
     })
 }

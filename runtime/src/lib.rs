@@ -31,6 +31,7 @@
 //! - `cache`: compiled components by content hash, in memory and on disk.
 //! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
 //! - [`json`]: the JSON input/output contract.
+//! - [`capture`]: captures of failed calls (the SDK's file format) for `assignor replay`.
 //! - [`config`]: the broker's static configuration (`server.properties` keys, overrides).
 //! - `registry`: [`Registry`] — `group.streams.assignors` resolved at startup, fail-fast.
 //! - [`coordinator`]: streams groups, their configs, epochs and target assignments;
@@ -47,6 +48,7 @@ mod assignor;
 mod boundary;
 mod builtin;
 mod cache;
+pub mod capture;
 mod component;
 pub mod config;
 pub mod coordinator;
