@@ -1,5 +1,7 @@
 //! The HTTP API: routes, authentication, and handlers that hand every blocking step to
-//! `spawn_blocking`.
+//! `spawn_blocking`. Each request runs in a `request` span (method, route, tenant) and each
+//! computation in an `assignment` span (tenant, group, assignor, fuel, duration, outcome);
+//! both end with an event carrying them. No span or event ever holds a header.
 //!
 //! | method and path | does |
 //! |---|---|
@@ -8,17 +10,20 @@
 //! | `PUT /v1/assignors/{name}` | upload (or atomically replace) a component after every check |
 //! | `DELETE /v1/assignors/{name}` | delete an upload no group selects |
 //! | `PUT /v1/groups/{group}/config` | `{"set": {k: v}, "delete": [k]}`, all or nothing |
-//! | `PUT /v1/groups/{group}` | the whole group in the input JSON: topology set, members upserted, absent members removed, `configs` applied if present |
+//! | `PUT /v1/groups/{group}` | the whole group in the input JSON, as one all-or-nothing change: topology set, members upserted, absent members removed, `configs` applied if present |
 //! | `POST /v1/groups/{group}/assign` | the trigger: computes the target if behind, answers it with usage |
 //! | `GET /v1/groups/{group}/assignment` | the committed target |
 //! | `GET /v1/groups/{group}` | describe |
-//! | `GET /v1/admin/tenants` | admin token only: tenants and their limits |
+//! | `GET /v1/admin/tenants` | admin token only: tenants, their limits and the admin's overrides |
+//! | `PUT /v1/admin/tenants/{tenant}/limits` | admin token only: change some of a tenant's limits at run time (see `admin`) |
+//! | `DELETE /v1/admin/tenants/{tenant}/limits` | admin token only: back to the config file's limits |
+//! | `GET /metrics` | admin token only: Prometheus metrics (see `metrics`) |
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
@@ -29,6 +34,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
@@ -38,14 +45,21 @@ use crate::json::{AssignmentDoc, MemberAssignmentDoc, parse_input};
 use assignor_sdk::{TaskSet, Topology};
 
 use super::Service;
+use super::admin;
 use super::auth::{Caller, authenticate};
 use super::error::ApiError;
-use super::tenant::Tenant;
+use super::tenant::{Settings, Tenant};
 
-type AppState = Arc<Service>;
+pub(crate) type AppState = Arc<Service>;
+
+/// Largest JSON body (group documents, configs): a 1000-member group with offsets for 16384
+/// tasks is a few MiB. Uploads are bounded per tenant instead (see [`put_assignor`]).
+const MAX_DOCUMENT_BYTES: usize = 16 << 20;
+/// Read beyond a tenant's `max.component.bytes`, so an oversized upload's answer can say how
+/// big it is; anything larger is cut off unread.
+const UPLOAD_READ_SLACK: usize = 1 << 20;
 
 pub(crate) fn router(service: AppState) -> Router {
-    let limit = service.max_body_bytes;
     Router::new()
         .route("/health", get(health))
         .route("/v1/assignors", get(list_assignors))
@@ -57,14 +71,20 @@ pub(crate) fn router(service: AppState) -> Router {
         .route("/v1/groups/{group}/config", put(put_group_config))
         .route("/v1/groups/{group}/assign", post(assign))
         .route("/v1/groups/{group}/assignment", get(get_assignment))
-        .route("/v1/admin/tenants", get(admin_tenants))
-        .layer(DefaultBodyLimit::max(limit))
+        .route("/v1/admin/tenants", get(admin::tenants))
+        .route(
+            "/v1/admin/tenants/{tenant}/limits",
+            put(admin::put_limits).delete(admin::delete_limits),
+        )
+        .route("/metrics", get(admin::metrics))
+        .layer(DefaultBodyLimit::max(MAX_DOCUMENT_BYTES))
         .layer(middleware::from_fn(log_request))
         .with_state(service)
 }
 
-/// One line per request: method, matched route (never a header, so never a token), status,
-/// duration.
+/// Runs each request in a `request` span (method, matched route, and the tenant once
+/// authenticated; never a header, so never a token) and ends it with an event giving status
+/// and duration.
 async fn log_request(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let route = request
@@ -72,16 +92,21 @@ async fn log_request(request: Request, next: Next) -> Response {
         .get::<axum::extract::MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| request.uri().path().to_owned());
+    let span = tracing::info_span!("request", method = %method, route = %route, tenant = Empty);
     let start = Instant::now();
-    let response = next.run(request).await;
+    let response = next.run(request).instrument(span.clone()).await;
     tracing::info!(
-        method = %method,
-        route = %route,
+        parent: &span,
         status = response.status().as_u16(),
-        duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
+        duration_us = micros(start.elapsed()),
         "request"
     );
     response
+}
+
+/// A duration in whole microseconds, for log fields.
+pub(crate) fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The calling tenant; any other caller is rejected with 401.
@@ -92,28 +117,34 @@ impl FromRequestParts<AppState> for TenantCaller {
 
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
         match authenticate(&parts.headers, &s.tenant_hashes, s.admin_hash.as_ref()) {
-            Some(Caller::Tenant(i)) => Ok(Self(s.tenants[i].clone())),
+            Some(Caller::Tenant(i)) => {
+                let tenant = s.tenants[i].clone();
+                tracing::Span::current().record("tenant", tenant.name.as_str());
+                Ok(Self(tenant))
+            }
             _ => Err(ApiError::unauthorized()),
         }
     }
 }
 
-/// Runs `f` on the blocking pool: coordinator changes fsync, loads compile.
-async fn blocking<R: Send + 'static>(
+/// Runs `f` on the blocking pool (coordinator changes fsync, loads compile), inside the
+/// caller's span.
+pub(crate) async fn blocking<R: Send + 'static>(
     tenant: &Arc<Tenant>,
     f: impl FnOnce(&Tenant) -> Result<R, ApiError> + Send + 'static,
 ) -> Result<R, ApiError> {
     let tenant = tenant.clone();
-    tokio::task::spawn_blocking(move || f(&tenant))
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(|| f(&tenant)))
         .await
         .map_err(|e| ApiError::internal(format!("the request's worker failed: {e}")))?
 }
 
 /// One of the tenant's assignment slots, waiting at most the tenant's deadline (a running
 /// call ends by then): past it, 429.
-async fn permit(tenant: &Tenant) -> Result<OwnedSemaphorePermit, ApiError> {
-    let wait = tenant.limits.timeout;
-    match tokio::time::timeout(wait, tenant.permits.clone().acquire_owned()).await {
+async fn permit(settings: &Settings) -> Result<OwnedSemaphorePermit, ApiError> {
+    let wait = settings.limits.timeout;
+    match tokio::time::timeout(wait, settings.permits.clone().acquire_owned()).await {
         Ok(Ok(permit)) => Ok(permit),
         _ => Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -121,7 +152,7 @@ async fn permit(tenant: &Tenant) -> Result<OwnedSemaphorePermit, ApiError> {
             format!(
                 "all {} of this tenant's concurrent assignment slots stayed busy for {} ms; \
                  retry later",
-                tenant.limits.max_concurrent_assignments,
+                settings.limits.max_concurrent_assignments,
                 wait.as_millis()
             ),
         )
@@ -139,7 +170,12 @@ pub(crate) fn millis(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+/// A duration in whole milliseconds, for JSON.
+pub(crate) fn millis_of(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         ApiError::bad_request(format!(
@@ -184,26 +220,22 @@ async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<Value>, Ap
     .await
 }
 
+/// Upload: every check of [`Tenant`]'s, in order. The body is read up to the tenant's
+/// `max.component.bytes` (plus room to say by how much it is over); the load (validation,
+/// compilation, `name()`, `configure`) must finish within `compile.timeout.ms`. A load past
+/// it is answered at once, but keeps its assignment slot until the compiler is done, so a
+/// tenant's slow uploads can occupy no more cores than its assignments can.
 async fn put_assignor(
+    State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(name): Path<String>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let permit = permit(&t).await?;
-    let tenant = t.name.clone();
-    let assignor = name.clone();
-    let result = blocking(&t, move |t| {
-        let _permit = permit;
-        let checked = t.check_upload(&name, &body)?;
-        let mut report = checked.report.clone();
-        let replaced = t.commit_upload(&name, &body, checked)?;
-        report["replaced"] = replaced.into();
-        Ok((replaced, report))
-    })
-    .await;
+    let result = upload(&t, name.clone(), body).await;
     match result {
         Ok((replaced, report)) => {
-            tracing::info!(tenant = %tenant, assignor = %assignor, replaced, "assignor uploaded");
+            s.metrics.upload(&t.name, "accepted");
+            tracing::info!(assignor = %name, replaced, "assignor uploaded");
             let status = if replaced {
                 StatusCode::OK
             } else {
@@ -212,10 +244,21 @@ async fn put_assignor(
             Ok((status, Json(report)).into_response())
         }
         Err(e) => {
+            let outcome = match e.code {
+                "ASSIGNOR_REJECTED" => e
+                    .extra
+                    .get("check")
+                    .and_then(Value::as_str)
+                    .unwrap_or("rejected"),
+                "POLICY_VIOLATION" => "policy",
+                "THROTTLING_QUOTA_EXCEEDED" => "throttled",
+                _ => "error",
+            };
+            s.metrics.upload(&t.name, outcome);
             tracing::warn!(
-                tenant = %tenant,
-                assignor = %assignor,
+                assignor = %name,
                 code = e.code,
+                check = outcome,
                 message = %e.message,
                 "assignor upload rejected"
             );
@@ -224,14 +267,72 @@ async fn put_assignor(
     }
 }
 
+/// The upload's checks and commit; answers whether it replaced one, and the report.
+async fn upload(t: &Arc<Tenant>, name: String, body: Body) -> Result<(bool, Value), ApiError> {
+    let settings = t.settings();
+    let max = settings.limits.max_component_bytes;
+    let body = axum::body::to_bytes(body, max.saturating_add(UPLOAD_READ_SLACK))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "ASSIGNOR_REJECTED",
+                format!("upload rejected: the component is over this tenant's {max}-byte limit"),
+            )
+            .with("check", "size")
+            .with("passed", Vec::<String>::new())
+        })?;
+    let checks = Tenant::check_size(&settings, &body)?;
+    let permit = permit(&settings).await?;
+    let compile_timeout = settings.limits.compile_timeout;
+    let load = {
+        let (t, settings, name, body) = (t.clone(), settings.clone(), name.clone(), body.clone());
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let loaded = span.in_scope(|| t.load_upload(&settings, checks, &name, &body));
+            (loaded, permit)
+        })
+    };
+    let (loaded, permit) = match tokio::time::timeout(compile_timeout, load).await {
+        Ok(done) => {
+            done.map_err(|e| ApiError::internal(format!("the upload's worker failed: {e}")))?
+        }
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "ASSIGNOR_REJECTED",
+                format!(
+                    "upload rejected: it did not validate, compile and load within this \
+                     tenant's compile time limit of {} ms; make the component smaller",
+                    compile_timeout.as_millis()
+                ),
+            )
+            .with("check", "load")
+            .with(
+                "passed",
+                vec![format!("size: {} bytes, limit {max}", body.len())],
+            ));
+        }
+    };
+    let loaded = loaded?;
+    blocking(t, move |t| {
+        let _permit = permit;
+        let checked = t.check_loaded(&settings, loaded, &name, body.len())?;
+        let mut report = checked.report.clone();
+        let replaced = t.commit_upload(&name, &body, checked)?;
+        report["replaced"] = replaced.into();
+        Ok((replaced, report))
+    })
+    .await
+}
+
 async fn delete_assignor(
     TenantCaller(t): TenantCaller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = t.name.clone();
     let assignor = name.clone();
     blocking(&t, move |t| t.delete_upload(&name)).await?;
-    tracing::info!(tenant = %tenant, assignor = %assignor, "assignor deleted");
+    tracing::info!(assignor = %assignor, "assignor deleted");
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -278,12 +379,11 @@ async fn put_group_config(
         ops.push((k.clone(), ConfigOp::Set(config_text(k, v)?)));
     }
     ops.extend(change.delete.iter().map(|k| (k.clone(), ConfigOp::Delete)));
-    let tenant = t.name.clone();
     blocking(&t, move |t| {
         let ops: Vec<(&str, ConfigOp)> = ops.iter().map(|(k, o)| (k.as_str(), o.clone())).collect();
         let mut state = t.state();
         let config = state.coordinator.alter_config(&group, &ops)?;
-        tracing::info!(tenant = %tenant, group = %group, assignor = ?config.assignor_name, "group config altered");
+        tracing::info!(group = %group, assignor = ?config.assignor_name, "group config altered");
         Ok(Json(json!({
             "groupId": group,
             "config": {
@@ -310,44 +410,30 @@ async fn put_group(
     let has_configs = serde_json::from_str::<Value>(text)
         .ok()
         .is_some_and(|v| v.get("configs").is_some());
-    let tenant = t.name.clone();
     blocking(&t, move |t| {
         let mut state = t.state();
         let c = &mut state.coordinator;
-        if has_configs {
-            let tags = spec.configs.rack_aware_assignment_tags.join(",");
-            c.alter_config(
-                &group,
-                &[
-                    (
-                        NUM_STANDBY_REPLICAS,
-                        ConfigOp::Set(spec.configs.num_standby_replicas.to_string()),
-                    ),
-                    (RACK_AWARE_ASSIGNMENT_TAGS, ConfigOp::Set(tags)),
-                ],
-            )?;
-        }
-        c.set_topology(&group, topology)?;
-        let current: Vec<String> = c
-            .describe(&group)
-            .map(|d| d.members)
-            .unwrap_or_default();
-        for id in current {
-            if !spec.members.iter().any(|m| m.member_id == id) {
-                c.remove_member(&group, &id)?;
-            }
-        }
-        for m in spec.members {
-            c.upsert_member(&group, m)?;
-        }
+        let tags = spec.configs.rack_aware_assignment_tags.join(",");
+        let configs = [
+            (
+                NUM_STANDBY_REPLICAS,
+                ConfigOp::Set(spec.configs.num_standby_replicas.to_string()),
+            ),
+            (RACK_AWARE_ASSIGNMENT_TAGS, ConfigOp::Set(tags)),
+        ];
+        let changes: &[(&str, ConfigOp)] = if has_configs { &configs } else { &[] };
+        c.set_group(&group, changes, topology, spec.members)?;
         let d = c.describe(&group)?;
-        tracing::info!(tenant = %tenant, group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
-        Ok(Json(describe_json(&d, t)))
+        tracing::info!(group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
+        Ok(Json(describe_json(&d, &t.settings())))
     })
     .await
 }
 
+/// The trigger: plans under the tenant's lock, runs the assignor without it (holding one of
+/// the tenant's slots, in an `assignment` span), then commits under the lock again.
 async fn assign(
+    State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -367,27 +453,46 @@ async fn assign(
     })
     .await?;
     if let Some(job) = job {
-        let permit = permit(&t).await?;
-        let tenant = t.name.clone();
         let assignor = job.assignor_name().to_owned();
-        let start = Instant::now();
+        let span = tracing::info_span!(
+            "assignment",
+            tenant = %t.name,
+            group = %group,
+            assignor = %assignor,
+            fuel = Empty,
+            duration_us = Empty,
+            outcome = Empty,
+        );
+        let permit = permit(&t.settings()).instrument(span.clone()).await?;
+        let run_span = span.clone();
         // The call itself runs without the tenant's lock: describe, configs and other
         // groups' assignments go on meanwhile.
-        let done = tokio::task::spawn_blocking(move || {
+        let (done, duration) = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            job.run()
+            let start = Instant::now();
+            let done = run_span.in_scope(|| job.run());
+            (done, start.elapsed())
         })
         .await
         .map_err(|e| ApiError::internal(format!("the assignment's worker failed: {e}")))?;
-        let result = blocking(&t, move |t| Ok(t.state().coordinator.commit(done)?)).await;
-        tracing::info!(
-            tenant = %tenant,
-            group = %group,
-            assignor = %assignor,
-            ok = result.is_ok(),
-            duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
-            "assignment"
-        );
+        let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
+        s.metrics.assignment(&t.name, &assignor, duration, outcome);
+        span.record("duration_us", micros(duration));
+        match outcome {
+            Ok(fuel) => {
+                span.record("outcome", "ok");
+                if let Some(fuel) = fuel {
+                    span.record("fuel", fuel);
+                }
+            }
+            Err(kind) => {
+                span.record("outcome", kind.as_str());
+            }
+        }
+        let result = blocking(&t, move |t| Ok(t.state().coordinator.commit(done)?))
+            .instrument(span.clone())
+            .await;
+        tracing::info!(parent: &span, committed = result.is_ok(), "assignment");
         result?;
     }
     get_target(&t, group).await
@@ -406,7 +511,9 @@ async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Json<Value>, ApiEr
         let c = &state.coordinator;
         c.describe(&group)?;
         match (c.target(&group), c.topology(&group)) {
-            (Some(target), Some(topology)) => Ok(Json(target_json(target, topology, t))),
+            (Some(target), Some(topology)) => {
+                Ok(Json(target_json(target, topology, &t.settings())))
+            }
             _ => Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "RESOURCE_NOT_FOUND",
@@ -423,42 +530,14 @@ async fn describe(
 ) -> Result<Json<Value>, ApiError> {
     blocking(&t, move |t| {
         let d = t.state().coordinator.describe(&group)?;
-        Ok(Json(describe_json(&d, t)))
+        Ok(Json(describe_json(&d, &t.settings())))
     })
     .await
 }
 
-async fn admin_tenants(
-    State(s): State<AppState>,
-    parts: axum::http::HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    if authenticate(&parts, &s.tenant_hashes, s.admin_hash.as_ref()) != Some(Caller::Admin) {
-        return Err(ApiError::unauthorized());
-    }
-    let tenants: Vec<Value> = s
-        .tenants
-        .iter()
-        .map(|t| {
-            let l = &t.limits;
-            json!({
-                "name": t.name,
-                "limits": {
-                    "fuel": l.fuel,
-                    "memoryBytes": l.memory_bytes,
-                    "timeoutMs": u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
-                    "maxAssignors": l.max_assignors,
-                    "maxComponentBytes": l.max_component_bytes,
-                    "maxConcurrentAssignments": l.max_concurrent_assignments,
-                },
-            })
-        })
-        .collect();
-    Ok(Json(json!({ "tenants": tenants })))
-}
-
 /// The committed target: the contract's output JSON under `assignment`, with its epoch,
 /// assignor and usage.
-fn target_json(target: &TargetAssignment, topology: &Topology, t: &Tenant) -> Value {
+fn target_json(target: &TargetAssignment, topology: &Topology, settings: &Settings) -> Value {
     let map = |tasks: &TaskSet| {
         let mut out: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for &task in tasks {
@@ -486,12 +565,12 @@ fn target_json(target: &TargetAssignment, topology: &Topology, t: &Tenant) -> Va
         "assignment": doc,
         "targetAssignmentEpoch": target.epoch,
         "assignor": target.assignor,
-        "usage": t.usage_json(&target.usage),
+        "usage": settings.usage_json(&target.usage),
         "computedAtMs": millis(target.computed_at),
     })
 }
 
-fn describe_json(d: &GroupDescription, t: &Tenant) -> Value {
+fn describe_json(d: &GroupDescription, settings: &Settings) -> Value {
     json!({
         "groupId": d.group_id,
         "groupEpoch": d.group_epoch,
@@ -504,7 +583,7 @@ fn describe_json(d: &GroupDescription, t: &Tenant) -> Value {
         },
         "members": d.members,
         "targetAssignor": d.target_assignor,
-        "targetUsage": d.target_usage.as_ref().map(|u| t.usage_json(u)),
+        "targetUsage": d.target_usage.as_ref().map(|u| settings.usage_json(u)),
         "lastFailure": d.last_failure.as_ref().map(|f| json!({
             "assignor": f.error.assignor,
             "kind": f.error.kind.as_str(),

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{BrokerConfig, ConfigError};
@@ -21,8 +22,8 @@ pub const ADMIN_TOKEN_SHA256: &str = "service.admin.token.sha256";
 /// `service.tenants`: the tenant names, comma-separated.
 pub const TENANTS: &str = "service.tenants";
 /// Prefix of the per-tenant keys: `service.tenant.<name>.token.sha256` (required) and the
-/// limits `.fuel`, `.memory.bytes`, `.timeout.ms`, `.max.assignors`, `.max.component.bytes`,
-/// `.max.concurrent.assignments`.
+/// limits `.fuel`, `.memory.bytes`, `.timeout.ms`, `.compile.timeout.ms`, `.max.assignors`,
+/// `.max.component.bytes`, `.max.concurrent.assignments`.
 pub const TENANT_PREFIX: &str = "service.tenant.";
 
 /// Default of [`LISTEN`]: loopback only, so a default start exposes nothing to the network.
@@ -37,6 +38,11 @@ pub const DEFAULT_MAX_COMPONENT_BYTES: usize = 8 << 20;
 /// Default of a tenant's `max.concurrent.assignments`: 2, one per core of the reference
 /// machine, so one tenant cannot occupy every core with sandboxed calls.
 pub const DEFAULT_MAX_CONCURRENT_ASSIGNMENTS: usize = 2;
+
+/// Default of a tenant's `compile.timeout.ms`: 10 s for an upload to be validated, compiled
+/// and loaded (`name()`, `configure`). A ~100 KB component takes well under a second; a
+/// component that takes longer is rejected rather than allowed to occupy a core.
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The embedded demo's tenant.
 pub const DEMO_TENANT: &str = "demo";
@@ -56,6 +62,9 @@ pub struct TenantLimits {
     pub memory_bytes: usize,
     /// Wall-clock deadline per call. Default: the broker's, else [`DEFAULT_TIMEOUT`].
     pub timeout: Duration,
+    /// Time an upload has to be validated, compiled and loaded. Default
+    /// [`DEFAULT_COMPILE_TIMEOUT`].
+    pub compile_timeout: Duration,
     /// Uploaded assignors kept at once. Default [`DEFAULT_MAX_ASSIGNORS`].
     pub max_assignors: usize,
     /// Largest component accepted. Default [`DEFAULT_MAX_COMPONENT_BYTES`].
@@ -71,10 +80,117 @@ impl Default for TenantLimits {
             fuel: Some(DEFAULT_FUEL),
             memory_bytes: DEFAULT_MEMORY_BYTES,
             timeout: DEFAULT_TIMEOUT,
+            compile_timeout: DEFAULT_COMPILE_TIMEOUT,
             max_assignors: DEFAULT_MAX_ASSIGNORS,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
             max_concurrent_assignments: DEFAULT_MAX_CONCURRENT_ASSIGNMENTS,
         }
+    }
+}
+
+/// An admin's changes to a tenant's limits (`PUT /v1/admin/tenants/{tenant}/limits`): each
+/// field present replaces the configured value, absent ones keep it. They are stored in the
+/// tenant's namespace and survive restarts, applied on top of the file's values until an
+/// admin clears them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitOverrides {
+    /// Fuel per call, or `"none"` for no fuel limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<FuelLimit>,
+    /// Linear memory per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<usize>,
+    /// Wall-clock deadline per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Time to validate, compile and load an upload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_timeout_ms: Option<u64>,
+    /// Uploaded assignors kept at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_assignors: Option<usize>,
+    /// Largest component accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_component_bytes: Option<usize>,
+    /// Assignments (and upload checks) running at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_assignments: Option<usize>,
+}
+
+/// A fuel limit as JSON: a number of units, or `"none"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FuelLimit {
+    /// At most this many units per call.
+    Units(u64),
+    /// No fuel limit; the deadline alone bounds a call.
+    Off(NoFuel),
+}
+
+/// The `"none"` of [`FuelLimit::Off`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NoFuel {
+    /// `"none"`.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl LimitOverrides {
+    /// These overrides, then `later`'s on top.
+    pub fn then(&self, later: &Self) -> Self {
+        Self {
+            fuel: later.fuel.or(self.fuel),
+            memory_bytes: later.memory_bytes.or(self.memory_bytes),
+            timeout_ms: later.timeout_ms.or(self.timeout_ms),
+            compile_timeout_ms: later.compile_timeout_ms.or(self.compile_timeout_ms),
+            max_assignors: later.max_assignors.or(self.max_assignors),
+            max_component_bytes: later.max_component_bytes.or(self.max_component_bytes),
+            max_concurrent_assignments: later
+                .max_concurrent_assignments
+                .or(self.max_concurrent_assignments),
+        }
+    }
+
+    /// `base` with these overrides applied; a value its config key would refuse is refused
+    /// here too, naming the field.
+    pub fn apply(&self, base: &TenantLimits) -> Result<TenantLimits, String> {
+        let at_least_one = |field: &str, v: u64| {
+            if v == 0 {
+                Err(format!("{field} must be at least 1"))
+            } else {
+                Ok(v)
+            }
+        };
+        let mut limits = base.clone();
+        if let Some(fuel) = self.fuel {
+            limits.fuel = match fuel {
+                FuelLimit::Units(units) => Some(units),
+                FuelLimit::Off(NoFuel::None) => None,
+            };
+        }
+        if let Some(v) = self.memory_bytes {
+            limits.memory_bytes = v;
+        }
+        if let Some(v) = self.timeout_ms {
+            limits.timeout = Duration::from_millis(at_least_one("timeoutMs", v)?);
+        }
+        if let Some(v) = self.compile_timeout_ms {
+            limits.compile_timeout = Duration::from_millis(at_least_one("compileTimeoutMs", v)?);
+        }
+        if let Some(v) = self.max_assignors {
+            limits.max_assignors = v;
+        }
+        if let Some(v) = self.max_component_bytes {
+            limits.max_component_bytes = v;
+        }
+        if let Some(v) = self.max_concurrent_assignments {
+            if v == 0 {
+                return Err("maxConcurrentAssignments must be at least 1".into());
+            }
+            limits.max_concurrent_assignments = v;
+        }
+        Ok(limits)
     }
 }
 
@@ -234,6 +350,15 @@ impl ServiceConfig {
                     return Err(tenant_value("timeout.ms", "must be at least 1".into()));
                 }
                 limits.timeout = Duration::from_millis(v);
+            }
+            if let Some(v) = number("compile.timeout.ms")? {
+                if v == 0 {
+                    return Err(tenant_value(
+                        "compile.timeout.ms",
+                        "must be at least 1".into(),
+                    ));
+                }
+                limits.compile_timeout = Duration::from_millis(v);
             }
             if let Some(v) = number("max.assignors")? {
                 limits.max_assignors = v as usize;

@@ -21,6 +21,13 @@
 //! - `cache/`: compiled components by content hash, so a restart deserializes uploads
 //!   instead of recompiling them.
 //!
+//! # Observability
+//!
+//! Requests and computations run in `tracing` spans (`request`: method, route, tenant;
+//! `assignment`: tenant, group, assignor, fuel, duration, outcome), each closed by an event
+//! carrying its fields. Tokens never reach a span or an event: only the tenant's name does.
+//! `GET /metrics` (admin token) serves Prometheus metrics: see `metrics`.
+//!
 //! # Layout
 //!
 //! - [`config`]: the `service.*` keys, tenants and their limits, the embedded demo.
@@ -28,14 +35,18 @@
 //! - `namespace`: a tenant's prefixed view of the shared store.
 //! - `tenant`: one tenant's runtime, coordinator, uploads (checks, commit, delete) and
 //!   assignment permits.
-//! - `api`: the routes and handlers.
+//! - `api`: the routes and the tenants' handlers.
+//! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
+//! - `metrics`: the Prometheus metrics.
 //! - `error`: the error answer and its status/code table.
 
 pub mod config;
 
+mod admin;
 mod api;
 mod auth;
 mod error;
+mod metrics;
 mod namespace;
 mod tenant;
 
@@ -48,6 +59,7 @@ use crate::registry::RegistryError;
 use crate::store::{DirStore, Store, StoreError};
 
 use self::config::ServiceConfig;
+use self::metrics::Metrics;
 use self::tenant::Tenant;
 
 /// Why the service could not start; names the tenant (and assignor) concerned.
@@ -101,8 +113,7 @@ pub struct Service {
     tenants: Vec<Arc<Tenant>>,
     tenant_hashes: Vec<[u8; 32]>,
     admin_hash: Option<[u8; 32]>,
-    /// The largest body any tenant may upload; bigger requests are cut off unread.
-    max_body_bytes: usize,
+    metrics: Metrics,
 }
 
 impl Service {
@@ -119,15 +130,22 @@ impl Service {
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
             admin_hash: config.admin_token_sha256,
-            max_body_bytes: config
-                .tenants
-                .iter()
-                .map(|t| t.limits.max_component_bytes)
-                .max()
-                .unwrap_or(0)
-                // Room to read an oversized upload and say how big it is.
-                .saturating_add(1 << 20),
+            metrics: Metrics::new(),
             tenants,
+        })
+    }
+
+    /// Serves the API on `listener` on a new multi-threaded async runtime until the process
+    /// gets SIGINT (Ctrl-C) or SIGTERM, then finishes the requests in flight: the whole of
+    /// `assignor serve` once the config is read and the listener bound.
+    pub fn run(self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            listener.set_nonblocking(true)?;
+            let listener = TcpListener::from_std(listener)?;
+            self.serve(listener, stop_signal()).await
         })
     }
 
@@ -143,4 +161,27 @@ impl Service {
             .with_graceful_shutdown(shutdown)
             .await
     }
+}
+
+/// Completes on SIGINT or (on Unix) SIGTERM, what service managers send to stop a service.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch for SIGTERM; only Ctrl-C stops the service");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("stopping: finishing the requests in flight");
 }

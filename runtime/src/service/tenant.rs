@@ -4,10 +4,11 @@
 //!
 //! Everything here is synchronous and may block (store writes fsync, loads compile, trials run
 //! guests): the API calls it from `spawn_blocking`, never on the async runtime's threads.
+//! The one exception is [`Tenant::settings`], a read lock held only to clone an `Arc`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -24,12 +25,14 @@ use crate::runtime::Runtime;
 use crate::store::Store;
 
 use super::StartError;
-use super::config::{TenantConfig, TenantLimits};
+use super::config::{LimitOverrides, TenantConfig, TenantLimits};
 use super::error::ApiError;
 use super::namespace::Namespaced;
 
 /// Store keys of uploaded components (inside the tenant's namespace) start with this.
 const ASSIGNOR_KEY_PREFIX: &str = "assignor/";
+/// Store key (inside the tenant's namespace) of the admin's [`LimitOverrides`], as JSON.
+const LIMITS_KEY: &str = "limits";
 /// The group an upload's trial assignment runs on: the JSON contract's example (3 members on
 /// 2 processes, a stateful subtopology with standbys and rack tags, a stateless one), small
 /// enough to cost nothing and rich enough to exercise every output rule.
@@ -53,19 +56,65 @@ pub(crate) struct TenantState {
     pub(crate) uploads: BTreeMap<String, Upload>,
 }
 
+/// A tenant's limits in force and what enforces them. Replaced whole when an admin changes
+/// the limits; work already started keeps the settings it started with.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// The effective limits: the file's, with the admin's overrides on top.
+    pub(crate) limits: TenantLimits,
+    /// The admin's overrides (empty when none).
+    pub(crate) overrides: LimitOverrides,
+    runtime: Runtime,
+    /// `limits.max_concurrent_assignments` permits. A change of limits brings a new
+    /// semaphore: calls holding the old one's permits finish under the old bound.
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+impl Settings {
+    /// The usage object with these limits beside the figures.
+    pub(crate) fn usage_json(&self, usage: &crate::Usage) -> Value {
+        usage_json(usage, self.runtime.limits())
+    }
+}
+
 /// One tenant.
 #[derive(Debug)]
 pub(crate) struct Tenant {
     pub(crate) name: String,
-    pub(crate) limits: TenantLimits,
-    runtime: Runtime,
+    broker: BrokerConfig,
+    cache_dir: PathBuf,
+    /// The limits the config file gives, before any admin override.
+    configured: TenantLimits,
     store: Arc<dyn Store>,
-    originals: BTreeMap<String, String>,
     /// Names an upload may never take: every built-in, listed or not, and the broker's
     /// configured entries.
     reserved: Vec<String>,
     state: Mutex<TenantState>,
-    pub(crate) permits: Arc<Semaphore>,
+    settings: RwLock<Arc<Settings>>,
+}
+
+/// Which checks an upload has passed so far, for the answer whether it passes or not.
+#[derive(Debug, Default)]
+pub(crate) struct Checks(Vec<String>);
+
+impl Checks {
+    /// The upload failed `check`: the answer names it, says why and lists what passed.
+    pub(crate) fn reject(&self, status: StatusCode, check: &str, message: String) -> ApiError {
+        ApiError::new(
+            status,
+            "ASSIGNOR_REJECTED",
+            format!("upload rejected: {message}"),
+        )
+        .with("check", check)
+        .with("passed", self.0.clone())
+    }
+}
+
+/// A loaded upload waiting for its name and trial checks.
+#[derive(Debug)]
+pub(crate) struct LoadedUpload {
+    assignor: ComponentAssignor,
+    checks: Checks,
 }
 
 /// A passed upload, ready to commit.
@@ -75,11 +124,69 @@ pub(crate) struct CheckedUpload {
     pub(crate) report: Value,
 }
 
+/// The runtime enforcing `limits` for a tenant: its engine, instance pool and deadlines.
+fn runtime_for(
+    limits: &TenantLimits,
+    broker: &BrokerConfig,
+    cache_dir: &Path,
+) -> anyhow::Result<Runtime> {
+    let runtime_limits = broker
+        .limits
+        .clone()
+        .fuel(limits.fuel)
+        .memory_bytes(limits.memory_bytes)
+        .timeout(limits.timeout)
+        .max_component_bytes(limits.max_component_bytes)
+        .max_concurrent_calls(
+            u32::try_from(limits.max_concurrent_assignments)
+                .unwrap_or(u32::MAX)
+                .saturating_add(EXTRA_INSTANCE_SLOTS),
+        );
+    Ok(Runtime::with_cache_dir(runtime_limits, cache_dir)?)
+}
+
+/// The broker's registry plus every upload among `entries` (the tenant's store), loaded on
+/// `runtime`; an upload that does not load (or whose `name()` changed) is returned as (its
+/// name, why).
+fn load_registry(
+    runtime: &Runtime,
+    broker: &BrokerConfig,
+    registry: Registry,
+    entries: &[(String, Vec<u8>)],
+) -> Result<(Registry, BTreeMap<String, Upload>), (String, String)> {
+    let mut registry = registry;
+    let mut uploads = BTreeMap::new();
+    for (key, bytes) in entries {
+        let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) else {
+            continue;
+        };
+        let assignor = runtime
+            .load(bytes, name, broker.originals())
+            .map_err(|e| (name.to_owned(), e.to_string()))?;
+        if assignor.name() != name {
+            return Err((
+                name.to_owned(),
+                format!("its name() is now `{}`", assignor.name()),
+            ));
+        }
+        uploads.insert(
+            name.to_owned(),
+            Upload {
+                sha256: assignor.sha256(),
+                bytes: bytes.len(),
+            },
+        );
+        registry.insert(Assignor::Component(Arc::new(assignor)));
+    }
+    Ok((registry, uploads))
+}
+
 impl Tenant {
-    /// Opens the tenant: its runtime (compiled components cached in `cache_dir`), the broker's
-    /// registry plus every upload in its namespace, and its coordinator. An upload that no
-    /// longer loads stops startup, naming tenant and assignor: it was checked when uploaded,
-    /// so this means the runtime or the tenant's limits changed underneath it.
+    /// Opens the tenant: its limits (the file's, then any stored admin overrides), its
+    /// runtime (compiled components cached in `cache_dir`), the broker's registry plus every
+    /// upload in its namespace, and its coordinator. An upload that no longer loads stops
+    /// startup, naming tenant and assignor: it was checked when uploaded, so this means the
+    /// runtime or the tenant's limits changed underneath it.
     pub(crate) fn open(
         config: &TenantConfig,
         broker: &BrokerConfig,
@@ -87,25 +194,25 @@ impl Tenant {
         cache_dir: &Path,
     ) -> Result<Self, StartError> {
         let tenant = config.name.clone();
-        let l = &config.limits;
-        let limits = broker
-            .limits
-            .clone()
-            .fuel(l.fuel)
-            .memory_bytes(l.memory_bytes)
-            .timeout(l.timeout)
-            .max_component_bytes(l.max_component_bytes)
-            .max_concurrent_calls(
-                u32::try_from(l.max_concurrent_assignments)
-                    .unwrap_or(u32::MAX)
-                    .saturating_add(EXTRA_INSTANCE_SLOTS),
-            );
-        let runtime =
-            Runtime::with_cache_dir(limits, cache_dir).map_err(|e| StartError::Engine {
-                tenant: tenant.clone(),
-                message: format!("{e:#}"),
-            })?;
-        let mut registry =
+        let store_error = |message: String| StartError::Store {
+            tenant: tenant.clone(),
+            message,
+        };
+        let store: Arc<dyn Store> = Arc::new(Namespaced::tenant(store, &tenant));
+        let entries = store.load_all().map_err(|e| store_error(e.to_string()))?;
+        let overrides: LimitOverrides = match entries.iter().find(|(k, _)| k == LIMITS_KEY) {
+            Some((_, bytes)) => serde_json::from_slice(bytes)
+                .map_err(|e| store_error(format!("its stored limits cannot be read: {e}")))?,
+            None => LimitOverrides::default(),
+        };
+        let limits = overrides
+            .apply(&config.limits)
+            .map_err(|m| store_error(format!("its stored limits are invalid: {m}")))?;
+        let runtime = runtime_for(&limits, broker, cache_dir).map_err(|e| StartError::Engine {
+            tenant: tenant.clone(),
+            message: format!("{e:#}"),
+        })?;
+        let registry =
             Registry::build(&runtime, broker).map_err(|source| StartError::Registry {
                 tenant: tenant.clone(),
                 source,
@@ -115,57 +222,36 @@ impl Tenant {
             .map(|s| (*s).to_owned())
             .chain(registry.names().map(str::to_owned))
             .collect();
-        let store: Arc<dyn Store> = Arc::new(Namespaced::tenant(store, &tenant));
-        let mut uploads = BTreeMap::new();
-        for (key, bytes) in store.load_all().map_err(|source| StartError::Store {
-            tenant: tenant.clone(),
-            message: source.to_string(),
-        })? {
-            let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) else {
-                continue;
-            };
-            let assignor = runtime
-                .load(&bytes, name, broker.originals())
-                .map_err(|source| StartError::Upload {
-                    tenant: tenant.clone(),
-                    assignor: name.to_owned(),
-                    message: source.to_string(),
-                })?;
-            if assignor.name() != name {
-                return Err(StartError::Upload {
-                    tenant: tenant.clone(),
-                    assignor: name.to_owned(),
-                    message: format!("its name() is now `{}`", assignor.name()),
-                });
-            }
-            uploads.insert(
-                name.to_owned(),
-                Upload {
-                    sha256: assignor.sha256(),
-                    bytes: bytes.len(),
-                },
-            );
-            registry.insert(Assignor::Component(Arc::new(assignor)));
+        let (registry, uploads) = load_registry(&runtime, broker, registry, &entries).map_err(
+            |(assignor, message)| StartError::Upload {
+                tenant: tenant.clone(),
+                assignor,
+                message,
+            },
+        )?;
+        for name in uploads.keys() {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
-        let coordinator = Coordinator::open(registry, broker, store.clone()).map_err(|source| {
-            StartError::Store {
-                tenant: tenant.clone(),
-                message: source.to_string(),
-            }
-        })?;
+        let coordinator = Coordinator::open(registry, broker, store.clone())
+            .map_err(|source| store_error(source.to_string()))?;
+        let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
-            limits: config.limits.clone(),
-            runtime,
+            broker: broker.clone(),
+            cache_dir: cache_dir.to_owned(),
+            configured: config.limits.clone(),
             store,
-            originals: broker.originals().clone(),
             reserved,
             state: Mutex::new(TenantState {
                 coordinator,
                 uploads,
             }),
-            permits: Arc::new(Semaphore::new(l.max_concurrent_assignments)),
+            settings: RwLock::new(Arc::new(Settings {
+                limits,
+                overrides,
+                runtime,
+                permits,
+            })),
         })
     }
 
@@ -175,90 +261,173 @@ impl Tenant {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The usage object with this tenant's limits beside the figures.
-    pub(crate) fn usage_json(&self, usage: &crate::Usage) -> Value {
-        usage_json(usage, self.runtime.limits())
+    /// The limits in force now. Cheap and never blocks on other work: safe on async threads.
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        self.settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
-    /// Every check an upload must pass, in order, before anything is stored: size; a
-    /// component of this world and version importing only the allowed WASI, compiled;
-    /// `name()` equal to `name` and not a reserved name; `configure` accepting the broker
-    /// config; a valid trial assignment on [`TRIAL_GROUP`] within the tenant's limits.
-    pub(crate) fn check_upload(&self, name: &str, bytes: &[u8]) -> Result<CheckedUpload, ApiError> {
-        let mut passed: Vec<String> = Vec::new();
-        let reject = |status: StatusCode, check: &str, message: String, passed: &[String]| {
+    /// Replaces the admin's overrides of this tenant's limits with `overrides` (empty: back
+    /// to the file's values), all or nothing: the new limits are checked, every upload is
+    /// reloaded under them (one that no longer loads refuses the change, named), the
+    /// overrides are stored, and only then do new calls see them.
+    pub(crate) fn set_limits(&self, overrides: LimitOverrides) -> Result<Arc<Settings>, ApiError> {
+        let limits = overrides
+            .apply(&self.configured)
+            .map_err(ApiError::bad_request)?;
+        let runtime = runtime_for(&limits, &self.broker, &self.cache_dir).map_err(|e| {
+            ApiError::internal(format!("cannot create an engine for these limits: {e:#}"))
+        })?;
+        let registry = Registry::build(&runtime, &self.broker).map_err(|e| {
             ApiError::new(
-                status,
-                "ASSIGNOR_REJECTED",
-                format!("upload rejected: {message}"),
+                StatusCode::CONFLICT,
+                "POLICY_VIOLATION",
+                format!(
+                    "the broker's assignors do not load under these limits, nothing changed: {e}"
+                ),
             )
-            .with("check", check)
-            .with("passed", passed.to_vec())
+        })?;
+        let mut state = self.state();
+        let entries = self.store.load_all().map_err(|e| {
+            ApiError::internal(format!(
+                "reading the tenant's uploads failed, nothing changed: {e}"
+            ))
+        })?;
+        let (registry, uploads) = load_registry(&runtime, &self.broker, registry, &entries)
+            .map_err(|(assignor, message)| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "POLICY_VIOLATION",
+                    format!(
+                        "upload `{assignor}` does not load under these limits ({message}); \
+                         nothing changed"
+                    ),
+                )
+                .with("assignor", assignor)
+            })?;
+        let stored = if overrides == LimitOverrides::default() {
+            self.store.delete(LIMITS_KEY)
+        } else {
+            self.store.put(
+                LIMITS_KEY,
+                &serde_json::to_vec(&overrides).expect("limits always serialize"),
+            )
         };
-        let max = self.limits.max_component_bytes;
+        stored.map_err(|e| {
+            ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
+        })?;
+        *state.coordinator.registry_mut() = registry;
+        state.uploads = uploads;
+        let settings = Arc::new(Settings {
+            permits: Arc::new(Semaphore::new(limits.max_concurrent_assignments)),
+            limits,
+            overrides,
+            runtime,
+        });
+        *self
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = settings.clone();
+        Ok(settings)
+    }
+
+    /// An upload's first check, cheap enough for any thread: its size against the tenant's
+    /// `max.component.bytes`.
+    pub(crate) fn check_size(settings: &Settings, bytes: &[u8]) -> Result<Checks, ApiError> {
+        let mut checks = Checks::default();
+        let max = settings.limits.max_component_bytes;
         if bytes.len() > max {
-            return Err(reject(
+            return Err(checks.reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "size",
                 format!(
                     "the component is {} bytes, over this tenant's {max}-byte limit",
                     bytes.len()
                 ),
-                &passed,
             ));
         }
-        passed.push(format!("size: {} bytes, limit {max}", bytes.len()));
-        let assignor = self
+        checks
+            .0
+            .push(format!("size: {} bytes, limit {max}", bytes.len()));
+        Ok(checks)
+    }
+
+    /// An upload's load: a component of this world and version importing only the allowed
+    /// WASI, compiled, its `name()` read and `configure` run on the broker config. The
+    /// caller bounds it with the tenant's `compile.timeout.ms`.
+    pub(crate) fn load_upload(
+        &self,
+        settings: &Settings,
+        mut checks: Checks,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<LoadedUpload, ApiError> {
+        let assignor = settings
             .runtime
-            .load(bytes, name, &self.originals)
+            .load(bytes, name, self.broker.originals())
             .map_err(|e| {
-                reject(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "load",
-                    e.to_string(),
-                    &passed,
-                )
-                .with("kind", e.kind.as_str())
+                checks
+                    .reject(StatusCode::UNPROCESSABLE_ENTITY, "load", e.to_string())
+                    .with("kind", e.kind.as_str())
             })?;
-        passed.push(format!(
+        checks.0.push(format!(
             "component of `{}` importing only allowed WASI; compiled; name() and configure() ran",
             crate::EXPORT_NAME
         ));
+        Ok(LoadedUpload { assignor, checks })
+    }
+
+    /// An upload's last checks: `name()` equal to `name` and not a reserved name; a valid
+    /// trial assignment on [`TRIAL_GROUP`] within the tenant's limits.
+    pub(crate) fn check_loaded(
+        &self,
+        settings: &Settings,
+        loaded: LoadedUpload,
+        name: &str,
+        bytes: usize,
+    ) -> Result<CheckedUpload, ApiError> {
+        let LoadedUpload {
+            assignor,
+            mut checks,
+        } = loaded;
+        let invalid = StatusCode::UNPROCESSABLE_ENTITY;
         if assignor.name() != name {
-            return Err(reject(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            return Err(checks.reject(
+                invalid,
                 "name",
                 format!(
                     "the component's name() is `{}`, but it was uploaded as `{name}`; upload it \
                      under its own name",
                     assignor.name()
                 ),
-                &passed,
             ));
         }
         if self.reserved.iter().any(|r| r == name) {
-            return Err(reject(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            return Err(checks.reject(
+                invalid,
                 "name",
                 format!(
                     "`{name}` is the name of a built-in or broker-configured assignor; rename \
                      yours"
                 ),
-                &passed,
             ));
         }
-        passed.push(format!("name() is `{name}`, not a built-in's"));
+        checks
+            .0
+            .push(format!("name() is `{name}`, not a built-in's"));
         let (group, topology) = parse_input(TRIAL_GROUP).expect("the trial group parses");
         let (_, usage) = assignor.assign(&group, &topology).map_err(|e| {
-            reject(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "trial",
-                format!("the trial assignment failed: {e}"),
-                &passed,
-            )
-            .with("kind", e.kind.as_str())
+            checks
+                .reject(
+                    invalid,
+                    "trial",
+                    format!("the trial assignment failed: {e}"),
+                )
+                .with("kind", e.kind.as_str())
         })?;
-        passed.push(format!(
+        checks.0.push(format!(
             "trial assignment of the example group ({} members, {} tasks) is valid",
             group.members.len(),
             topology.tasks().count()
@@ -266,9 +435,9 @@ impl Tenant {
         let report = json!({
             "assignor": name,
             "sha256": assignor.sha256(),
-            "bytes": bytes.len(),
-            "checks": passed,
-            "trial": self.usage_json(&usage),
+            "bytes": bytes,
+            "checks": checks.0,
+            "trial": settings.usage_json(&usage),
         });
         Ok(CheckedUpload { assignor, report })
     }
@@ -284,12 +453,14 @@ impl Tenant {
     ) -> Result<bool, ApiError> {
         let mut state = self.state();
         let replaced = state.uploads.contains_key(name);
-        if !replaced && state.uploads.len() >= self.limits.max_assignors {
+        let max = self.settings().limits.max_assignors;
+        if !replaced && state.uploads.len() >= max {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "POLICY_VIOLATION",
                 format!(
-                    "this tenant already keeps {} uploaded assignors, its limit; delete one first",
+                    "this tenant already keeps {} uploaded assignors, its limit is {max}; delete \
+                     one first",
                     state.uploads.len()
                 ),
             ));

@@ -1,0 +1,131 @@
+//! The admin's routes: tenants and their limits, changed at run time, and the metrics.
+//!
+//! `PUT /v1/admin/tenants/{tenant}/limits` takes any of `fuel` (units, or `"none"`),
+//! `memoryBytes`, `timeoutMs`, `compileTimeoutMs`, `maxAssignors`, `maxComponentBytes` and
+//! `maxConcurrentAssignments`; the fields sent replace the current values, the others stay.
+//! The change is all or nothing: every upload of the tenant is reloaded under the new limits
+//! first, and if one no longer loads (say its `configure` needs more memory than the new
+//! limit) the change is refused with `POLICY_VIOLATION` naming it. Accepted changes are
+//! stored and survive restarts, on top of the config file's values, until
+//! `DELETE /v1/admin/tenants/{tenant}/limits` goes back to the file's. Calls already running
+//! finish under the limits they started with; later ones get the new limits at once.
+//!
+//! `GET /metrics` needs the admin token too: its labels name every tenant and upload, which a
+//! tenant must not learn about another.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::api::{AppState, blocking};
+use super::auth::{Caller, authenticate};
+use super::config::LimitOverrides;
+use super::error::ApiError;
+use super::metrics;
+use super::tenant::{Settings, Tenant};
+
+/// The admin; any other caller is rejected with 401.
+pub(crate) struct AdminCaller;
+
+impl FromRequestParts<AppState> for AdminCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        match authenticate(&parts.headers, &s.tenant_hashes, s.admin_hash.as_ref()) {
+            Some(Caller::Admin) => {
+                tracing::Span::current().record("tenant", "(admin)");
+                Ok(Self)
+            }
+            _ => Err(ApiError::unauthorized()),
+        }
+    }
+}
+
+fn tenant_json(name: &str, settings: &Settings) -> Value {
+    let l = &settings.limits;
+    json!({
+        "name": name,
+        "limits": {
+            "fuel": l.fuel,
+            "memoryBytes": l.memory_bytes,
+            "timeoutMs": super::api::millis_of(l.timeout),
+            "compileTimeoutMs": super::api::millis_of(l.compile_timeout),
+            "maxAssignors": l.max_assignors,
+            "maxComponentBytes": l.max_component_bytes,
+            "maxConcurrentAssignments": l.max_concurrent_assignments,
+        },
+        "overrides": settings.overrides,
+    })
+}
+
+fn find(s: &AppState, tenant: &str) -> Result<Arc<Tenant>, ApiError> {
+    s.tenants
+        .iter()
+        .find(|t| t.name == tenant)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "RESOURCE_NOT_FOUND",
+                format!("no tenant `{tenant}`; GET /v1/admin/tenants lists them"),
+            )
+        })
+}
+
+/// `GET /v1/admin/tenants`: every tenant with its limits in force and the admin's overrides.
+pub(crate) async fn tenants(_: AdminCaller, State(s): State<AppState>) -> Json<Value> {
+    let tenants: Vec<Value> = s
+        .tenants
+        .iter()
+        .map(|t| tenant_json(&t.name, &t.settings()))
+        .collect();
+    Json(json!({ "tenants": tenants }))
+}
+
+/// `PUT /v1/admin/tenants/{tenant}/limits`: the fields sent, on top of earlier overrides.
+pub(crate) async fn put_limits(
+    _: AdminCaller,
+    State(s): State<AppState>,
+    Path(tenant): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let change: LimitOverrides = super::api::parse_json(&body)?;
+    let t = find(&s, &tenant)?;
+    let settings = blocking(&t, move |t| {
+        t.set_limits(t.settings().overrides.then(&change))
+    })
+    .await?;
+    tracing::info!(target_tenant = %tenant, overrides = ?settings.overrides, "tenant limits changed");
+    Ok(Json(tenant_json(&tenant, &settings)))
+}
+
+/// `DELETE /v1/admin/tenants/{tenant}/limits`: back to the config file's limits.
+pub(crate) async fn delete_limits(
+    _: AdminCaller,
+    State(s): State<AppState>,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let t = find(&s, &tenant)?;
+    let settings = blocking(&t, |t| t.set_limits(LimitOverrides::default())).await?;
+    tracing::info!(target_tenant = %tenant, "tenant limits reset to the configured ones");
+    Ok(Json(tenant_json(&tenant, &settings)))
+}
+
+/// `GET /metrics`: the Prometheus metrics.
+pub(crate) async fn metrics(_: AdminCaller, State(s): State<AppState>) -> Response {
+    (
+        [(
+            CONTENT_TYPE,
+            HeaderValue::from_static(metrics::CONTENT_TYPE),
+        )],
+        s.metrics.encode(),
+    )
+        .into_response()
+}
