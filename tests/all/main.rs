@@ -2,6 +2,8 @@
 //! per topic, all against real components built from `tests/guests/` and
 //! `sample-assignors/` by the build script.
 
+mod check;
+mod client;
 mod common;
 mod coordinator;
 mod determinism;
@@ -11,5 +13,6 @@ mod invalid_output;
 mod load;
 mod registry;
 mod service;
+mod service_observability;
 mod sticky;
 mod store;

@@ -1,5 +1,6 @@
 //! `assignor serve` over real HTTP on loopback: uploads with every rejection path, group
-//! configs, triggers, describe, tenant isolation, authentication, and restarts.
+//! configs, triggers, describe, tenant isolation, authentication, and restarts; and the
+//! server and client the other `service_*` modules share.
 
 use std::path::Path;
 use std::thread;
@@ -9,12 +10,12 @@ use assignor_runtime::service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
-const TOKEN_A: &str = "token-of-tenant-a";
-const TOKEN_B: &str = "token-of-tenant-b";
-const TOKEN_ADMIN: &str = "token-of-the-admin";
-const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
+pub(crate) const TOKEN_A: &str = "token-of-tenant-a";
+pub(crate) const TOKEN_B: &str = "token-of-tenant-b";
+pub(crate) const TOKEN_ADMIN: &str = "token-of-the-admin";
+pub(crate) const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
 
-fn sha256_hex(token: &str) -> String {
+pub(crate) fn sha256_hex(token: &str) -> String {
     assignor_runtime::service::config::token_sha256(token)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -22,7 +23,7 @@ fn sha256_hex(token: &str) -> String {
 }
 
 /// Tenants `a` and `b`, and `tiny` whose component limit every real component exceeds.
-fn config(data_dir: &Path) -> ServiceConfig {
+pub(crate) fn config(data_dir: &Path) -> ServiceConfig {
     ServiceConfig::load(
         None,
         &[
@@ -41,17 +42,37 @@ fn config(data_dir: &Path) -> ServiceConfig {
     .expect("valid service config")
 }
 
+/// A group document of `members` members (one per process, no racks or tags) and one
+/// stateful subtopology of `partitions` partitions, without configs.
+pub(crate) fn group_doc(members: usize, partitions: u32) -> String {
+    let members: Vec<Value> = (0..members)
+        .map(|i| json!({"memberId": format!("m{i}"), "processId": format!("p{i}")}))
+        .collect();
+    json!({
+        "topology": {"subtopologies": [
+            {"id": "s0", "maxNumInputPartitions": partitions, "isStateful": true}
+        ]},
+        "members": members,
+    })
+    .to_string()
+}
+
 /// A service on 127.0.0.1:0 in its own runtime thread; stopped gracefully on drop.
-struct Server {
-    base: String,
+pub(crate) struct Server {
+    pub(crate) base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
 impl Server {
-    fn start(config: &ServiceConfig) -> Self {
+    pub(crate) fn start(config: &ServiceConfig) -> Self {
+        Self::start_with(config, tokio::runtime::Builder::new_multi_thread())
+    }
+
+    /// Starts on a runtime from `builder` (two workers), e.g. one whose threads log somewhere.
+    pub(crate) fn start_with(config: &ServiceConfig, mut builder: tokio::runtime::Builder) -> Self {
         let service = Service::open(config).expect("the service opens");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        let runtime = builder
             .worker_threads(2)
             .enable_all()
             .build()
@@ -75,7 +96,7 @@ impl Server {
         }
     }
 
-    fn client(&self, token: &str) -> Client {
+    pub(crate) fn client(&self, token: &str) -> Client {
         Client {
             base: self.base.clone(),
             token: token.to_owned(),
@@ -99,7 +120,7 @@ impl Drop for Server {
 }
 
 /// A tenant's (or anyone's) view of the API: every call answers (status, JSON body).
-struct Client {
+pub(crate) struct Client {
     base: String,
     token: String,
     agent: ureq::Agent,
@@ -121,11 +142,23 @@ impl Client {
         (status, body)
     }
 
+    /// A GET answering plain text (e.g. `/metrics`).
+    pub(crate) fn get_text(&self, path: &str) -> (u16, String) {
+        let mut response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .call()
+            .expect("the request reaches the server");
+        let text = response.body_mut().read_to_string().expect("a body");
+        (response.status().as_u16(), text)
+    }
+
     fn auth(&self) -> String {
         format!("Bearer {}", self.token)
     }
 
-    fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         let r = self
             .agent
             .get(format!("{}{path}", self.base))
@@ -134,7 +167,7 @@ impl Client {
         self.finish(r)
     }
 
-    fn delete(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn delete(&self, path: &str) -> (u16, Value) {
         let r = self
             .agent
             .delete(format!("{}{path}", self.base))
@@ -143,7 +176,7 @@ impl Client {
         self.finish(r)
     }
 
-    fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
+    pub(crate) fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
         let r = self
             .agent
             .put(format!("{}{path}", self.base))
@@ -152,7 +185,7 @@ impl Client {
         self.finish(r)
     }
 
-    fn post(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str) -> (u16, Value) {
         let r = self
             .agent
             .post(format!("{}{path}", self.base))
@@ -161,14 +194,14 @@ impl Client {
         self.finish(r)
     }
 
-    fn upload(&self, name: &str, component: &str) -> (u16, Value) {
+    pub(crate) fn upload(&self, name: &str, component: &str) -> (u16, Value) {
         self.put(
             &format!("/v1/assignors/{name}"),
             &std::fs::read(component).expect("the guest is built"),
         )
     }
 
-    fn set_config(&self, group: &str, set: Value, delete: &[&str]) -> (u16, Value) {
+    pub(crate) fn set_config(&self, group: &str, set: Value, delete: &[&str]) -> (u16, Value) {
         let body = json!({"set": set, "delete": delete});
         self.put(
             &format!("/v1/groups/{group}/config"),
@@ -176,7 +209,7 @@ impl Client {
         )
     }
 
-    fn assignor_names(&self) -> Vec<String> {
+    pub(crate) fn assignor_names(&self) -> Vec<String> {
         let (status, body) = self.get("/v1/assignors");
         assert_eq!(status, 200, "{body}");
         body["assignors"]
@@ -188,7 +221,7 @@ impl Client {
     }
 }
 
-fn error_code(body: &Value) -> &str {
+pub(crate) fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("<no error code>")
 }
 

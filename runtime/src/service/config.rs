@@ -247,11 +247,12 @@ impl ServiceConfig {
     }
 
     /// The embedded default of `assignor serve` without `--config`: [`DEFAULT_LISTEN`],
-    /// [`DEFAULT_DATA_DIR`], the built-ins `sticky` (default) and `balanced`, and one tenant
+    /// [`DEFAULT_DATA_DIR`], every sample assignor (all three are built-ins: `sticky`, the
+    /// default, `balanced` and `rack-aware`), and one tenant
     /// [`DEMO_TENANT`] whose token is [`DEMO_TOKEN`], with default limits; no admin.
     pub fn demo(overrides: &[String]) -> Result<Self, ConfigError> {
         let mut all = vec![
-            format!("{}=sticky,balanced", crate::config::ASSIGNORS),
+            format!("{}=sticky,balanced,rack-aware", crate::config::ASSIGNORS),
             format!("{TENANTS}={DEMO_TENANT}"),
             format!(
                 "{TENANT_PREFIX}{DEMO_TENANT}.token.sha256={}",
@@ -423,7 +424,7 @@ mod tests {
         assert_eq!(c.tenants.len(), 1);
         assert_eq!(c.tenants[0].token_sha256, token_sha256(DEMO_TOKEN));
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(c.broker.assignors, ["sticky", "balanced"]);
+        assert_eq!(c.broker.assignors, ["sticky", "balanced", "rack-aware"]);
         assert!(
             c.broker
                 .originals()
