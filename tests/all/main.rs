@@ -2,8 +2,6 @@
 //! per topic, all against real components built from `tests/guests/` and
 //! `sample-assignors/` by the build script.
 
-mod check;
-mod client;
 mod common;
 mod coordinator;
 mod determinism;
