@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use assignor_sdk::capture::{Capture, CapturedFailure, CapturedLimits};
-use assignor_sdk::{GroupSpec, Topology};
+use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 
 use crate::assignor::Assignor;
-use crate::error::TaskAssignorError;
+use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::Limits;
+use crate::usage::Usage;
 
 /// The file extension of captures.
 pub const EXTENSION: &str = "capture";
@@ -61,6 +62,32 @@ pub fn limits_of(captured: &CapturedLimits, base: Limits) -> Limits {
         .wasm_stack_bytes(size(captured.wasm_stack_bytes))
         .timeout(Duration::from_millis(captured.timeout_ms))
         .max_output_bytes(size(captured.max_output_bytes))
+}
+
+/// The limits to replay `capture` under: its own, or the defaults for a built-in's capture.
+pub fn limits_for(capture: &Capture) -> Limits {
+    capture
+        .limits
+        .as_ref()
+        .map_or_else(Limits::default, |l| limits_of(l, Limits::default()))
+}
+
+/// Whether a replay's `outcome` ends as `capture` did: the same error kind and message and
+/// the same fuel (except for timeouts, which stop at a time-dependent point), or success for a
+/// capture of a call that succeeded.
+pub fn reproduces(
+    capture: &Capture,
+    outcome: &Result<(GroupAssignment, Usage), TaskAssignorError>,
+) -> bool {
+    match (&capture.failure, outcome) {
+        (None, Ok(_)) => true,
+        (Some(c), Err(e)) => {
+            c.kind == e.kind.as_str()
+                && c.message == e.message
+                && (e.kind == ErrorKind::Timeout || c.fuel == e.fuel)
+        }
+        _ => false,
+    }
 }
 
 /// Writes `capture` into `dir` (created if missing) as `<assignor>-<unix ms>.capture` and

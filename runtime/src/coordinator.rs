@@ -52,6 +52,8 @@ pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(60);
 const FORMAT_VERSION: u32 = 2;
 /// Store keys of groups start with this.
 const GROUP_KEY_PREFIX: &str = "group/";
+/// Store keys of the captures of groups' last failed computations start with this.
+const CAPTURE_KEY_PREFIX: &str = "capture/";
 
 /// Kafka error codes the coordinator answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,6 +293,8 @@ pub struct Coordinator {
     broker_configs: AssignmentConfigs,
     store: Arc<dyn Store>,
     groups: BTreeMap<String, GroupState>,
+    /// Per group, the capture of its last failed computation (see [`Coordinator::last_capture`]).
+    captures: BTreeMap<String, Vec<u8>>,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
 }
 
@@ -312,11 +316,13 @@ impl Coordinator {
         store: Arc<dyn Store>,
     ) -> Result<Self, CoordinatorError> {
         let mut groups = BTreeMap::new();
+        let mut captures = BTreeMap::new();
         for (key, value) in store.load_all()? {
-            let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) else {
-                continue;
-            };
-            groups.insert(group.to_owned(), decode(&key, &value)?);
+            if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
+                groups.insert(group.to_owned(), decode(&key, &value)?);
+            } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
+                captures.insert(group.to_owned(), value);
+            }
         }
         Ok(Self {
             registry,
@@ -326,6 +332,7 @@ impl Coordinator {
             },
             store,
             groups,
+            captures,
             clock: Box::new(SystemTime::now),
         })
     }
@@ -683,6 +690,7 @@ impl Coordinator {
                 Ok(())
             }
             Err(error) => {
+                self.capture_failure(&job, &error);
                 let failure = self.update(&group, |g| {
                     let consecutive = g.last_failure.as_ref().map_or(0, |f| f.consecutive) + 1;
                     let backoff = INITIAL_RETRY_BACKOFF
@@ -749,6 +757,30 @@ impl Coordinator {
                 .clone()
                 .unwrap_or_else(|| self.broker_configs.rack_aware_assignment_tags.clone()),
         }
+    }
+
+    /// The capture (the SDK's file format, for `assignor replay`) of `group`'s last failed
+    /// computation: the exact input the assignor saw, its configuration, limits and error.
+    /// Kept, and persisted, until the next failure replaces it.
+    pub fn last_capture(&self, group: &str) -> Option<&[u8]> {
+        self.captures.get(group).map(Vec::as_slice)
+    }
+
+    /// Records the capture of a failed computation. Best effort: a store that cannot take it
+    /// must not turn the assignor's failure into a store failure.
+    fn capture_failure(&mut self, job: &AssignmentJob, error: &TaskAssignorError) {
+        let bytes =
+            crate::capture::of_failure(&job.assignor, &job.spec, &job.topology, error).to_bytes();
+        let key = format!("{CAPTURE_KEY_PREFIX}{}", job.group_id);
+        if let Err(e) = self.store.put(&key, &bytes) {
+            tracing::warn!(
+                group = %job.group_id,
+                assignor = %error.assignor,
+                error = %e,
+                "cannot persist the capture of a failed assignment; kept in memory only"
+            );
+        }
+        self.captures.insert(job.group_id.clone(), bytes);
     }
 
     /// Applies `change` to a copy of `group`'s state (a new group if absent), persists the

@@ -108,6 +108,7 @@ fn failure_prints_the_error_object() {
             "--json",
             "--fuel",
             "1000",
+            "--no-capture",
         ],
         None,
     );
@@ -130,7 +131,15 @@ fn bad_component_file_is_a_load_error() {
     std::fs::write(&path, b"not wasm").expect("write");
     let path = path.to_str().expect("utf-8 path");
     let out = assignor(
-        &["assign", "--assignor", path, "--input", EXAMPLE, "--json"],
+        &[
+            "assign",
+            "--assignor",
+            path,
+            "--input",
+            EXAMPLE,
+            "--json",
+            "--no-capture",
+        ],
         None,
     );
     assert_eq!(out.status.code(), Some(1));
@@ -245,4 +254,155 @@ fn sticky_builtin_assigns() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: AssignmentDoc = serde_json::from_slice(&out.stdout).expect("output JSON");
     assert_complete(&doc);
+}
+
+/// A failed `assign` writes a capture and says how to replay it; `replay` reruns it to the same
+/// error and fuel (exit 0, `reproduced`), needs the component for a component's capture, and
+/// refuses a file that is not a capture.
+#[test]
+fn failed_call_is_captured_and_replays() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let captures = dir.path().join("captures");
+    let captures = captures.to_str().expect("utf-8 path");
+    let out = assignor(
+        &[
+            "assign",
+            "--assignor",
+            SAMPLE,
+            "--input",
+            EXAMPLE,
+            "--fuel",
+            "20000",
+            "--capture-dir",
+            captures,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("assignor replay"), "{stderr}");
+    let files: Vec<_> = std::fs::read_dir(captures)
+        .expect("capture dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = files[0].to_str().expect("utf-8 path");
+
+    let out = assignor(&["replay", file], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--assignor FILE.wasm"));
+
+    let out = assignor(&["replay", file, "--assignor", SAMPLE, "--json"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["reproduced"], true);
+    assert_eq!(v["replayed"]["error"]["kind"], "out-of-fuel");
+    assert_eq!(v["captured"]["failure"]["fuel"], 20000);
+    assert_eq!(v["replayed"]["error"]["fuel"], 20000);
+
+    let out = assignor(&["replay", file, "--assignor", SAMPLE], None);
+    assert!(
+        text(&out.stdout).contains("reproduced"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = assignor(&["replay", EXAMPLE], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a capture file"));
+}
+
+/// A capture of a call that failed differently (here: more fuel now) is reported as differing,
+/// exit 1.
+#[test]
+fn replay_reports_a_difference() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let captures = dir.path().to_str().expect("utf-8 path");
+    let out = assignor(
+        &[
+            "assign",
+            "--assignor",
+            "sticky",
+            "--input",
+            EXAMPLE,
+            "--capture-dir",
+            captures,
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the built-in succeeds: no capture"
+    );
+    assert_eq!(std::fs::read_dir(captures).expect("dir").count(), 0);
+
+    let out = assignor(
+        &[
+            "assign",
+            "--assignor",
+            SAMPLE,
+            "--input",
+            EXAMPLE,
+            "--fuel",
+            "20000",
+            "--capture-dir",
+            captures,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let file = std::fs::read_dir(captures)
+        .expect("dir")
+        .next()
+        .expect("a capture")
+        .expect("entry")
+        .path();
+    let out = assignor(
+        &[
+            "replay",
+            file.to_str().expect("utf-8"),
+            "--assignor",
+            "balanced",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("DIFFERS"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// `check` passes the embedded sample (exit 0, JSON verdict) and fails a file that is not a
+/// component (exit 1, load error).
+#[test]
+fn check_passes_the_sample_and_fails_garbage() {
+    let out = assignor(
+        &["check", SAMPLE, "--cases", "4", "--json", "--no-capture"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["verdict"], "pass");
+    assert_eq!(v["assignor"]["name"], "balanced");
+
+    let out = assignor(&["check", SAMPLE, "--cases", "1", "--no-capture"], None);
+    let report = text(&out.stdout);
+    for line in ["1000-members-16384-tasks", "deterministic", "verdict: PASS"] {
+        assert!(report.contains(line), "{report}");
+    }
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("bad.wasm");
+    std::fs::write(&path, b"not wasm").expect("write");
+    let out = assignor(&["check", path.to_str().expect("utf-8"), "--json"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["verdict"], "fail");
+    assert_eq!(v["loadError"]["kind"], "load");
+
+    let out = assignor(&["check", SAMPLE, "--require", "no-such-rule"], None);
+    assert_eq!(out.status.code(), Some(2));
 }

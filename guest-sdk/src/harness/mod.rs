@@ -8,6 +8,7 @@
 //!   them into a [`Report`].
 //! - [`converge`](fn@converge): membership churn, each output fed back, checked every step.
 //! - [`strategy`]: proptest strategies for random groups and churn.
+//! - [`suite`]: the standard named cases `assignor check` runs, and seeded random ones.
 //!
 //! An assignor runs through a [`Run`]: [`native`] wraps a [`TaskAssignor`]; the runtime's
 //! `ComponentAssignor::assign` wrapped the same way runs the built component, so one test
@@ -43,6 +44,7 @@ pub mod checks;
 mod converge;
 mod scenario;
 pub mod strategy;
+pub mod suite;
 
 pub use checks::{Check, Report, Run, with_current};
 pub use converge::{Divergence, Event, converge};
