@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use assignor_runtime::capture;
 use assignor_runtime::config::BrokerConfig;
 use assignor_runtime::coordinator::{
     ASSIGNOR_NAME, ConfigOp, Coordinator, CoordinatorError, ErrorCode, NUM_STANDBY_REPLICAS,
@@ -15,6 +16,7 @@ use assignor_runtime::coordinator::{
 };
 use assignor_runtime::store::{DirStore, MemoryStore, Store};
 use assignor_runtime::{ErrorKind, Limits, Registry};
+use assignor_sdk::capture::Capture;
 use assignor_sdk::{Member, Topology};
 use assignor_tests::guests;
 
@@ -504,4 +506,64 @@ fn sigkill_keeps_acknowledged_configs_and_targets() {
             "round {round}: every task active exactly once"
         );
     }
+}
+
+/// A failed computation is captured with the exact input, configuration, limits, error and
+/// fuel; the capture survives a restart and replays to the same error and the same fuel.
+#[test]
+fn failures_are_captured_and_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let failing = [
+        (guests::ENDLESS_LOOP, "endless-loop"),
+        (guests::PANICS, "panics"),
+        (guests::INVALID_OUTPUT, "invalid-output"),
+    ];
+    let mut entries = vec!["sticky"];
+    entries.extend(failing.iter().map(|f| f.0));
+    let extra = ["invalid=duplicate-active"];
+    let store = || Arc::new(DirStore::open(dir.path()).expect("store")) as Arc<dyn Store>;
+    let mut errors = Vec::new();
+    {
+        let (mut c, _) = coordinator(&entries, &extra, store());
+        populate(&mut c);
+        assert!(c.last_capture(GROUP).is_none(), "nothing failed yet");
+        for (path, name) in failing {
+            set(&mut c, ASSIGNOR_NAME, name).expect("registered");
+            let Err(CoordinatorError::AssignmentFailed { error, .. }) = c.compute_target(GROUP)
+            else {
+                panic!("{name} must fail");
+            };
+            let capture =
+                Capture::from_bytes(c.last_capture(GROUP).expect("captured")).expect("decodes");
+            let failure = capture.failure.clone().expect("a failure");
+            assert_eq!(
+                (failure.kind.as_str(), &failure.message, failure.fuel),
+                (error.kind.as_str(), &error.message, error.fuel),
+                "{name}"
+            );
+            assert!(error.fuel.is_some_and(|f| f > 0), "{name}: fuel measured");
+            assert_eq!(
+                capture.config.get("invalid").map(String::as_str),
+                Some("duplicate-active")
+            );
+            assert_eq!(capture.group.members.len(), 3);
+
+            // Replay: a fresh runtime with the captured limits, the component configured as
+            // captured.
+            let rt = runtime(capture::limits_for(&capture));
+            let component = rt.load_file(path, &capture.config).expect("loads");
+            let outcome = component.assign(&capture.group, &capture.topology);
+            assert!(
+                capture::reproduces(&capture, &outcome),
+                "{name}: {outcome:?}"
+            );
+            errors.push(c.last_capture(GROUP).expect("captured").to_vec());
+        }
+    }
+    let (c, _) = coordinator(&entries, &extra, store());
+    assert_eq!(
+        c.last_capture(GROUP),
+        errors.last().map(Vec::as_slice),
+        "the last capture survives a restart"
+    );
 }
