@@ -34,22 +34,31 @@
 //!
 //! **Standbys**, `min(numStandbyReplicas, processes − 1)` per stateful task:
 //!
-//! 1. *Targets.* The standbys are spread so that actives plus standbys are as even as possible
-//!    (the lowest level every member can be filled to; members with more tasks now keep the
-//!    higher counts).
+//! 1. *Targets.* A process can hold at most one standby of every stateful task not active on
+//!    it (its *cap*), and any per-process counts within the caps that add up can be placed (a
+//!    max-flow cut argument: with `R ≤ P − 1` replicas, a set of `j ≤ R` processes can never
+//!    need more than the caps already allow). So the standbys fill members up to a common
+//!    level of actives plus standbys — the lowest every member can be topped up to, counting
+//!    each process only up to its cap — and a process stopped by its cap spreads its cap
+//!    evenly over its own members; members with more tasks now keep the higher counts.
 //! 2. *Keep.* Per task, in order: the previous active owner, current standbys and warm-ups,
 //!    members reporting offsets — each while below its target and on a process that does not
 //!    hold the task yet. With `rackAwareAssignmentTags`, the candidate adding the most new tag
 //!    values goes first, and one adding none is kept only if every tag already shows every value
 //!    the group offers.
-//! 3. *Fill.* The rest go, one at a time, to the member with the most new tag values
-//!    (rack-aware only), then below its target, then least loaded, on a process that holds no
-//!    copy of the task. When the only members below target sit on the process holding the task,
-//!    one standby of the chosen member is handed to one of them first (one augmenting step), so
-//!    the greedy fill does not strand capacity.
-//! 4. *Level.* Within each process, a member two above another hands it a standby (always
-//!    valid: the process already holds that copy), since per-member targets can ask more of a
-//!    process than the tasks its actives leave it.
+//! 3. *Fill.* The rest go task by task to the *tightest* process with room that holds no copy
+//!    yet (rack-aware: among those adding the most new tag values): the one whose room plus
+//!    the tasks still to fill that it cannot take is largest, and there to its least loaded
+//!    member below target. A process whose room equals the tasks still able to use it must
+//!    take each of them; taking those first meets every target whenever the caps allow
+//!    (without keeps this is exact: at most `R` processes can be that tight at once).
+//! 4. *Repair.* Without tags, if kept standbys made the fill miss a target, chains of moves
+//!    found by breadth-first search over processes (a standby moves to a process holding no
+//!    copy of its task) carry the excess to processes below their members' targets; such a
+//!    chain exists whenever the caps allow the targets.
+//! 5. *Level.* Where targets are still missed (with tags, diversity first), within each
+//!    process a member two above another hands it a standby (always valid: the process
+//!    already holds that copy).
 //!
 //! # Guarantees
 //!
@@ -58,17 +67,18 @@
 //!   members; a standby never on a process holding the task as active or as another standby,
 //!   fewer standbys when there are too few processes.
 //! - **Balance.** Active counts per member differ by at most one, and so do stateful and
-//!   stateless active counts separately. Standby targets make actives plus standbys differ by at
-//!   most one, and the fill meets them whenever the processes leave room: a standby cannot share
-//!   a process with its active, so when processes are uneven (one process with most members,
-//!   say) the members of the small processes must take more, and they do. Members of one process
-//!   always end within one of each other. Because actives are placed (minimal movement first)
-//!   before standbys, members of different processes can still end two apart: which process
-//!   may take a standby is fixed by where its active is (with two processes and one replica,
-//!   a process's standbys are exactly the other's stateful actives), so when the stateful
-//!   extras fall unevenly across processes no standby placement evens the totals; the property
-//!   tests check within one in scenarios and within two on random groups of equal-sized
-//!   processes.
+//!   stateless active counts separately. Without tags, actives plus standbys differ by at most
+//!   one exactly when some standby placement around the actives allows it. The condition:
+//!   with `N` actives and standbys over `M` members, `L = ⌊N/M⌋`, `S` stateful tasks and
+//!   `a_p` of them active on process `p`, every member must reach `L` and `N mod M` of them
+//!   `L + 1`; a process can take at most `S − a_p` standbys, so one whose members need more
+//!   than that to reach `L` (or that leaves too few of the `L + 1` places) makes within one
+//!   impossible. It happens when a process's members outnumber the tasks it may copy — three
+//!   processes with two replicas put a copy of every task on every process, so a lone member
+//!   on its process carries all of them. Actives are placed first (minimum movement and
+//!   stickiness win), so the condition is on the actives as placed. Then the standbys still
+//!   fill to the lowest common level the caps allow, and members of one process end within
+//!   one of each other. With tags, tag diversity ranks above this bound.
 //! - **Minimum movement.** The actives that change owner are exactly the orphaned tasks plus
 //!   each surviving owner's excess over its target — the fewest any assignment within these
 //!   balance bounds can move. With a single kind of task this is the textbook bound (the
@@ -78,8 +88,9 @@
 //!   Actives: a balanced current assignment is kept in full. Standbys: the pass reruns on its
 //!   own output until that output keeps all of itself (none when, without tags, every member
 //!   ends at its standby target — then a keep pass provably keeps everything; otherwise one
-//!   extra keep pass when nothing was forced; at most eight full rounds, two in practice without tags, at most five seen with
-//!   them) — past that cap the result would not be a fixed point, which no test has hit.
+//!   extra keep pass when nothing was forced; at most eight full rounds, two in practice
+//!   without tags, at most five seen with them) — past that cap the result would not be a
+//!   fixed point, which no test has hit.
 //! - **Per-subtopology spread.** A cold start deals each subtopology round the ring (skew at most
 //!   one). Afterwards only the tasks that must move are chosen and dealt for spread: released
 //!   above the fair share first, then per-subtopology quotas so the members below target can
@@ -112,16 +123,18 @@
 //! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
-//! miss (a handful in the cases measured); standbys take `O(T·R·C·(R + log P))` heap steps.
-//! Without tags that is `O((T·R + E) log)` — near `O(T log T)`; dealing compares at most 32
-//! members per task.
+//! miss (a handful in the cases measured); standbys take `O(T·R·C·(R + log P))` tree steps,
+//! plus `O(T·R)` per repair chain (none on the benchmark groups; a few where keeps get in
+//! the way). Without tags that is `O((T·R + E) log)` — near `O(T log T)`; dealing compares
+//! at most 32 members per task.
 //!
 //! # Layout
 //!
 //! - `group`: the input indexed into dense integers, with each task's ranked warm members.
 //! - `active`: targets, keep, release, warm state and dealing for active tasks.
-//! - `standby`: targets, keep and fill for standby tasks, with tag coverage.
-//! - `queue`: the two-level indexed heap of member loads the standby fill draws from.
+//! - `standby`: targets, keep, fill and repair for standby tasks, with tag coverage.
+//! - `queue`: member loads in per-process heaps under per-class tournament trees of
+//!   processes, tightest first: what the standby fill draws from.
 
 #![deny(missing_docs)]
 

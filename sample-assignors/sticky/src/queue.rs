@@ -1,21 +1,27 @@
-//! [`Loads`]: members' standby counts and loads, and the queue that finds the best member for
-//! the next standby in O(log M) per step.
+//! [`Loads`]: members' standby counts and loads, and the queue that finds where the next
+//! standby goes in O(log P) per step.
 //!
-//! Two levels of min-heaps, so that skipping the processes that already hold a task costs a
-//! few steps per process (at most one plus the replica count), however many members they run:
-//! per process, its members by key; per tag class (processes with the same rack-aware tag
-//! values; a single class without tags), its processes by their best member's key. Both are
-//! indexed heaps in flat arrays updated in place, so a step allocates nothing.
-//! Finding the best process not holding a task walks that heap best-first without changing it.
+//! Two levels. Per process, its members in a binary min-heap by key (room below their
+//! standby target first, then the least loaded), so a process hands its standbys to the
+//! members that need them. Per tag class (processes with the same rack-aware tag values; a
+//! single class without tags), its processes in a flat tournament tree (every inner node holds
+//! the smaller key of its two children), ordered *tightest first*: a process with room whose
+//! room plus the tasks still to fill that it cannot take (active there, or a copy already
+//! there) is largest. That order is what makes the fill meet every target whenever the
+//! per-process counts fit (see `standby`): a process whose room equals the tasks still able
+//! to use it must take every one of them, and it is always among the first tried. Both levels
+//! live in flat arrays updated in place, so a step allocates nothing.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-/// A member's place in the queue, packed so that smaller is better: members with room below
-/// their standby target first, then the least loaded (actives plus standbys), then by rank.
+/// A member's or process's place in the queue, packed so that smaller is better. Members: room
+/// below their standby target first, then the least loaded (actives plus standbys), then by
+/// rank. Processes: room first, then the tightest, then by index; without room, by their best
+/// member's load.
 type Key = u64;
 
 const NO_ROOM: Key = 1 << 63;
+/// Tightness and loads are stored below this, inverted for tightness (larger is better).
+const FIELD: Key = (1 << 31) - 1;
+const LOW: Key = 0xffff_ffff;
 
 /// Standby counts and loads with the queue over them.
 pub(crate) struct Loads {
@@ -35,33 +41,28 @@ pub(crate) struct Loads {
     at: Vec<u32>,
     /// Members, by rank: their current key.
     keys: Vec<Key>,
-    /// Per class: a binary min-heap of (best member key, process).
-    classes: Vec<Vec<(Key, u32)>>,
+    /// Per process: the standbys its members still lack of their targets.
+    room: Vec<u32>,
+    /// Per process: the tasks still to fill that it cannot take.
+    blocked: Vec<u32>,
+    /// Per class: a tournament tree over its processes' keys; node 1 is the root, the leaves
+    /// start at half the length (a power of two), unused leaves hold `Key::MAX`.
+    trees: Vec<Vec<Key>>,
     class_of: Vec<u32>,
-    /// Per process: its index in its class's heap.
-    slot: Vec<usize>,
-    /// The frontier of the best-first walk, kept to reuse its allocation.
-    frontier: BinaryHeap<Reverse<(Key, usize)>>,
-}
-
-/// What [`Loads::best`] found among a class's processes.
-pub(crate) struct Best {
-    /// The best member on a process that does not hold the task.
-    pub eligible: Option<u32>,
-    /// Its key, to compare candidates from several classes.
-    pub key: Key,
-    /// The best member with room on a process that holds the task, if better than `eligible`.
-    pub blocked_with_room: Option<u32>,
+    /// Per process: its leaf in its class's tree.
+    leaf: Vec<u32>,
 }
 
 impl Loads {
-    /// Loads for members on `process` (by rank), processes grouped by `class_of`.
+    /// Loads for members on `process` (by rank), processes grouped by `class_of`, with
+    /// `blocked[p]` tasks to fill that process `p` cannot take.
     pub fn new(
         load: Vec<u32>,
         standbys: Vec<u32>,
         target: Vec<u32>,
         process: Vec<u32>,
         class_of: Vec<u32>,
+        blocked: Vec<u32>,
     ) -> Self {
         let classes = class_of.iter().max().map_or(0, |&c| c as usize + 1);
         let processes = class_of.len();
@@ -73,6 +74,14 @@ impl Loads {
         for p in 0..processes {
             start[p + 1] += start[p];
         }
+        let mut per_class = vec![0u32; classes];
+        let leaf = class_of
+            .iter()
+            .map(|&c| {
+                per_class[c as usize] += 1;
+                per_class[c as usize] - 1
+            })
+            .collect();
         let mut loads = Self {
             load,
             standbys,
@@ -81,29 +90,35 @@ impl Loads {
             at: vec![0; m],
             keys: vec![0; m],
             start,
-            classes: vec![Vec::new(); classes],
+            room: vec![0; processes],
+            blocked,
+            trees: per_class
+                .iter()
+                .map(|&n| vec![Key::MAX; 2 * (n as usize).next_power_of_two()])
+                .collect(),
             process,
             class_of,
-            slot: vec![usize::MAX; processes],
-            frontier: BinaryHeap::new(),
+            leaf,
         };
         let mut next = loads.start.clone();
         for r in 0..m as u32 {
             loads.keys[r as usize] = loads.key(r);
             let p = loads.process[r as usize] as usize;
+            loads.room[p] += loads.target[r as usize].saturating_sub(loads.standbys[r as usize]);
             let i = next[p];
             next[p] += 1;
             loads.members[i as usize] = r;
             loads.at[r as usize] = i;
             loads.member_sift_up(p, i as usize);
         }
-        for p in 0..processes as u32 {
-            if let Some(key) = loads.process_key(p) {
-                let c = loads.class_of[p as usize] as usize;
-                loads.slot[p as usize] = loads.classes[c].len();
-                loads.classes[c].push((key, p));
-                let at = loads.classes[c].len() - 1;
-                loads.sift_up(c, at);
+        for p in 0..processes {
+            let c = loads.class_of[p] as usize;
+            let half = loads.trees[c].len() / 2;
+            loads.trees[c][half + loads.leaf[p] as usize] = loads.process_key(p);
+        }
+        for tree in &mut loads.trees {
+            for i in (1..tree.len() / 2).rev() {
+                tree[i] = tree[2 * i].min(tree[2 * i + 1]);
             }
         }
         loads
@@ -119,8 +134,39 @@ impl Loads {
         room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
-    /// Member `r`'s key changed: move it in its process's heap and its process in the class
-    /// heap.
+    /// Process `p`'s key (see [`Key`]); `Key::MAX` for a process without members.
+    fn process_key(&self, p: usize) -> Key {
+        let (from, to) = (self.start[p], self.start[p + 1]);
+        if from == to {
+            return Key::MAX;
+        }
+        if self.room[p] > 0 {
+            let tight = Key::from(self.room[p] + self.blocked[p]).min(FIELD);
+            (FIELD - tight) << 32 | p as Key
+        } else {
+            let best = self.members[from as usize] as usize;
+            NO_ROOM | Key::from(self.load[best]).min(FIELD) << 32 | p as Key
+        }
+    }
+
+    /// Process `p`'s key changed: replay its leaf's matches up to the root.
+    fn update(&mut self, p: usize) {
+        let key = self.process_key(p);
+        let tree = &mut self.trees[self.class_of[p] as usize];
+        let mut i = tree.len() / 2 + self.leaf[p] as usize;
+        tree[i] = key;
+        while i > 1 {
+            let parent = i / 2;
+            let winner = tree[i].min(tree[i ^ 1]);
+            if tree[parent] == winner {
+                break;
+            }
+            tree[parent] = winner;
+            i = parent;
+        }
+    }
+
+    /// Member `r`'s key changed: move it in its process's heap, and its process in the tree.
     fn push(&mut self, r: u32) {
         let p = self.process[r as usize] as usize;
         let old = self.keys[r as usize];
@@ -132,16 +178,7 @@ impl Loads {
         } else {
             self.member_sift_down(p, i);
         }
-        let best = self.keys[self.members[self.start[p] as usize] as usize];
-        let c = self.class_of[p] as usize;
-        let at = self.slot[p];
-        let old = self.classes[c][at].0;
-        self.classes[c][at].0 = best;
-        if best < old {
-            self.sift_up(c, at);
-        } else if best > old {
-            self.sift_down(c, at);
-        }
+        self.update(p);
     }
 
     /// Moves the member at index `i` of `members` up to its place in process `p`'s heap.
@@ -196,110 +233,49 @@ impl Loads {
         self.at[r as usize] = (base + i) as u32;
     }
 
-    /// Moves the entry at `i` of class `c`'s heap up to its place (a hole moves, not swaps).
-    fn sift_up(&mut self, c: usize, mut i: usize) {
-        let heap = &mut self.classes[c];
-        let entry = heap[i];
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if heap[parent].0 <= entry.0 {
-                break;
-            }
-            heap[i] = heap[parent];
-            self.slot[heap[i].1 as usize] = i;
-            i = parent;
-        }
-        heap[i] = entry;
-        self.slot[entry.1 as usize] = i;
-    }
-
-    /// Moves the entry at `i` of class `c`'s heap down to its place.
-    fn sift_down(&mut self, c: usize, mut i: usize) {
-        let heap = &mut self.classes[c];
-        let entry = heap[i];
-        let len = heap.len();
-        loop {
-            let mut child = 2 * i + 1;
-            if child >= len {
-                break;
-            }
-            if child + 1 < len && heap[child + 1].0 < heap[child].0 {
-                child += 1;
-            }
-            if entry.0 <= heap[child].0 {
-                break;
-            }
-            heap[i] = heap[child];
-            self.slot[heap[i].1 as usize] = i;
-            i = child;
-        }
-        heap[i] = entry;
-        self.slot[entry.1 as usize] = i;
-    }
-
     /// Member `r` took one more standby.
     pub fn add(&mut self, r: u32) {
+        let p = self.process[r as usize] as usize;
+        self.room[p] -= u32::from(self.has_room(r));
         self.standbys[r as usize] += 1;
         self.load[r as usize] += 1;
         self.push(r);
     }
 
-    /// Member `r` gave one standby up.
-    pub fn remove(&mut self, r: u32) {
-        self.standbys[r as usize] -= 1;
-        self.load[r as usize] -= 1;
-        self.push(r);
-    }
-
-    /// The key of process `p`'s best member, if it has members.
-    fn process_key(&self, p: u32) -> Option<Key> {
-        let (from, to) = (self.start[p as usize], self.start[p as usize + 1]);
-        (from < to).then(|| self.keys[self.members[from as usize] as usize])
+    /// A task process `p` could not take has been filled: one fewer blocked task.
+    pub fn pass(&mut self, p: u32) {
+        self.blocked[p as usize] -= 1;
+        if self.room[p as usize] > 0 {
+            self.update(p as usize);
+        }
     }
 
     /// The number of tag classes.
     pub fn classes(&self) -> usize {
-        self.classes.len()
+        self.trees.len()
     }
 
-    /// The best member of `class` on a process for which `holds` is false: processes are
-    /// visited in key order (a heap entry's children only after it), so the walk stops after
-    /// the processes holding the task that rank better.
-    pub fn best(&mut self, class: usize, holds: impl Fn(u32) -> bool) -> Best {
-        let mut found = Best {
-            eligible: None,
-            key: Key::MAX,
-            blocked_with_room: None,
-        };
-        let heap = &self.classes[class];
-        let Some(&(k, p)) = heap.first() else {
-            return found;
-        };
-        // Most often the best process does not hold the task: no walk needed.
-        if !holds(p) {
-            found.eligible = Some((k & 0xffff_ffff) as u32);
-            found.key = k;
-            return found;
-        }
-        self.frontier.clear();
-        self.frontier.push(Reverse((k, 0)));
-        while let Some(Reverse((k, i))) = self.frontier.pop() {
-            let p = heap[i].1;
-            let member = (k & 0xffff_ffff) as u32;
-            if !holds(p) {
-                found.eligible = Some(member);
-                found.key = k;
-                break;
-            }
-            if found.blocked_with_room.is_none() && k & NO_ROOM == 0 {
-                found.blocked_with_room = Some(member);
-            }
-            for child in [2 * i + 1, 2 * i + 2] {
-                if let Some(&(ck, _)) = heap.get(child) {
-                    self.frontier.push(Reverse((ck, child)));
-                }
-            }
-        }
-        found
+    /// The best process of `class` for which `holds` is false, as its key and best member.
+    /// The tree is searched from the root; a subtree is entered only when its winner is a
+    /// process holding the task, so the search costs a few paths per holding process.
+    pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
+        let tree = &self.trees[class];
+        let key = best_in(tree, 1, &holds);
+        (key != Key::MAX).then(|| {
+            let p = (key & LOW) as usize;
+            (key, self.members[self.start[p] as usize])
+        })
     }
+}
+
+/// The smallest key under node `i` of `tree` whose process `holds` rejects.
+fn best_in(tree: &[Key], i: usize, holds: &impl Fn(u32) -> bool) -> Key {
+    let key = tree[i];
+    if key == Key::MAX || !holds((key & LOW) as u32) {
+        return key;
+    }
+    if i >= tree.len() / 2 {
+        return Key::MAX;
+    }
+    best_in(tree, 2 * i, holds).min(best_in(tree, 2 * i + 1, holds))
 }

@@ -52,6 +52,11 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
         active[o as usize] += 1;
     }
     let total = stateful.len() * per_task;
+    // Per process: the most standbys it can hold, one of every stateful task not active there.
+    let mut cap = vec![stateful.len() as u32; g.process_count];
+    for &t in &stateful {
+        cap[g.process[owner[t as usize] as usize] as usize] -= 1;
+    }
     let mut previous = Previous {
         owner: &g.prev_owner,
         candidates: &g.candidates,
@@ -59,7 +64,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
     };
     let (mut candidates, mut counts);
     for round in 1.. {
-        let target = targets(&active, total, previous.standbys);
+        let target = targets(g, &active, &cap, total, previous.standbys);
         let (mut slots, kept) = keep(g, owner, per_task, &stateful, &previous, &target);
         let mut filled = fill(
             g,
@@ -71,7 +76,12 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
             &mut slots,
             kept,
         );
-        level_within_processes(g, &active, &mut slots, &mut filled);
+        if g.tag_values.is_empty() && filled != target {
+            repair(g, owner, per_task, &mut slots, &mut filled, &target);
+        }
+        if filled != target {
+            level_within_processes(g, &active, &mut slots, &mut filled);
+        }
         // Every member exactly at its target, without tags: a keep pass on this output would
         // compute the same targets (the members at the higher level are the ones with the
         // extra) and keep every slot (each holder is below target until its last task, on a
@@ -88,7 +98,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
         if round == ROUNDS {
             return Standbys { per_task, slots };
         }
-        let target = targets(&active, total, previous.standbys);
+        let target = targets(g, &active, &cap, total, previous.standbys);
         let (kept, _) = keep(g, owner, per_task, &stateful, &previous, &target);
         // Slots of one task name distinct members, so equal sets are equal counts plus
         // containment.
@@ -191,8 +201,10 @@ fn keep(
     (slots, standbys)
 }
 
-/// Fills the empty slots: the member with the most new tag values (rack-aware), then below
-/// target, then least loaded; a process never holds a task twice. Returns each member's
+/// Fills the empty slots task by task: among the processes not holding the task (rack-aware:
+/// in the tag classes adding the most new values), the tightest one with room (see `queue`:
+/// without keeps this meets every target the processes' caps allow), and there its least
+/// loaded member below target; a process never holds a task twice. Returns each member's
 /// standby count.
 #[allow(clippy::too_many_arguments)]
 fn fill(
@@ -208,12 +220,19 @@ fn fill(
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
     let (class_of, class_tags) = classes(g);
-    // Per task, how many of its slots the keep pass filled (recorded as the fill reaches it).
-    let mut kept = vec![0u32; g.tasks()];
-    // Each member's standbys in the order it took them, built on the first swap (rare).
-    let mut held: Option<Vec<Vec<u32>>> = None;
     let load = active.iter().zip(&standbys).map(|(a, s)| a + s).collect();
-    let mut loads = Loads::new(load, standbys, target, g.process.clone(), class_of);
+    // Per process: the tasks to fill it cannot take (it runs the active or holds a copy).
+    let mut blocked = vec![0u32; g.process_count];
+    for &t in stateful {
+        let slot = &slots[t as usize * per_task..][..per_task];
+        if slot[per_task - 1] == NONE {
+            blocked[g.process[owner[t as usize] as usize] as usize] += 1;
+            for &s in slot.iter().take_while(|&&s| s != NONE) {
+                blocked[g.process[s as usize] as usize] += 1;
+            }
+        }
+    }
+    let mut loads = Loads::new(load, standbys, target, g.process.clone(), class_of, blocked);
     let all_classes: Vec<usize> = (0..loads.classes()).collect();
     let mut best_classes: Vec<usize> = Vec::new();
     for &t in stateful {
@@ -223,9 +242,12 @@ fn fill(
             .iter()
             .take_while(|&&s| s != NONE)
             .count();
-        kept[t as usize] = n as u32;
         if n == per_task {
             continue;
+        }
+        loads.pass(active_process);
+        for &s in &slots[base..base + n] {
+            loads.pass(g.process[s as usize]);
         }
         if tagged {
             coverage.reset(active_process);
@@ -251,26 +273,16 @@ fn fill(
             let slot = &slots[base..base + n];
             let holds =
                 |p: u32| p == active_process || slot.iter().any(|&s| g.process[s as usize] == p);
-            let (mut pick, mut key, mut blocked) = (None, u64::MAX, None);
-            for &c in try_classes {
-                let best = loads.best(c, holds);
-                if best.eligible.is_some() && best.key < key {
-                    (pick, key) = (best.eligible, best.key);
-                }
-                blocked = blocked.or(best.blocked_with_room);
-            }
-            let Some(pick) = pick else { break };
-            if let Some(free) = blocked.filter(|_| !loads.has_room(pick) && !tagged) {
-                let held = held
-                    .get_or_insert_with(|| held_so_far(g, per_task, stateful, slots, &mut kept, t));
-                swap_one(g, owner, per_task, slots, held, &mut loads, pick, free);
-            }
+            let Some((_, pick)) = try_classes
+                .iter()
+                .filter_map(|&c| loads.best(c, holds))
+                .min()
+            else {
+                break;
+            };
             slots[base + n] = pick;
             n += 1;
             loads.add(pick);
-            if let Some(held) = &mut held {
-                held[pick as usize].push(t);
-            }
             if tagged {
                 coverage.add(g.process[pick as usize]);
             }
@@ -279,45 +291,10 @@ fn fill(
     loads.standbys
 }
 
-/// Each member's standbys in the order the keep pass and then the fill (up to task `now`)
-/// gave them: kept slots of every task first, then filled ones task by task. `kept` holds the
-/// kept count of the tasks the fill has reached; it is completed here for the rest.
-fn held_so_far(
-    g: &Group,
-    per_task: usize,
-    stateful: &[u32],
-    slots: &[u32],
-    kept: &mut [u32],
-    now: u32,
-) -> Vec<Vec<u32>> {
-    let mut held: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
-    for &t in stateful.iter().filter(|&&t| t > now) {
-        let slot = &slots[t as usize * per_task..][..per_task];
-        kept[t as usize] = slot.iter().take_while(|&&s| s != NONE).count() as u32;
-    }
-    for &t in stateful {
-        let slot = &slots[t as usize * per_task..][..kept[t as usize] as usize];
-        for &s in slot {
-            held[s as usize].push(t);
-        }
-    }
-    for &t in stateful.iter().take_while(|&&t| t <= now) {
-        let slot = &slots[t as usize * per_task..][..per_task];
-        for &s in slot[kept[t as usize] as usize..]
-            .iter()
-            .filter(|&&s| s != NONE)
-        {
-            held[s as usize].push(t);
-        }
-    }
-    held
-}
-
 /// Evens out actives plus standbys among the members of each process: while one member of a
 /// process holds two more than another, it hands that one a standby. Always valid (the
 /// receiver's process, and so its tags, already hold that copy) and needed when the targets
-/// ask more of a process than the standbys its actives leave it (targets are per member;
-/// which process may take a task is fixed by where the actives are).
+/// are missed: with tags (diversity first) or when no placement meets them.
 fn level_within_processes(g: &Group, active: &[u32], slots: &mut [u32], standbys: &mut [u32]) {
     let m = g.members();
     let total = |r: usize, standbys: &[u32]| active[r] + standbys[r];
@@ -357,82 +334,234 @@ fn level_within_processes(g: &Group, active: &[u32], slots: &mut [u32], standbys
     }
 }
 
-/// Makes room on `full` (no room, but eligible for the task being placed) by handing one of
-/// its standbys to `free` (room, but its process holds the task being placed), if `free`'s
-/// process does not hold that standby's task. One step of an augmenting path: without it a
-/// greedy fill can end with the only members below target sitting on the very process that
-/// holds the last tasks.
-#[allow(clippy::too_many_arguments)]
-fn swap_one(
+/// Moves standbys until every member is at its target, when the greedy fill (after what the
+/// keep pass kept) missed it. Any per-process counts within the processes' caps can be placed
+/// (see [`assign`]), so while a process holds more than its members' targets, a breadth-first
+/// search over processes finds a chain of moves to one holding fewer — a standby of task `t`
+/// may move from process `A` to `B` if `B` holds no copy of `t` — unless none exists, and then
+/// no placement meets the targets. Each chain is `O(T·R)`; the fill leaves at most a few.
+/// Then, within each process, members above target hand standbys to members below.
+fn repair(
     g: &Group,
     owner: &[u32],
     per_task: usize,
     slots: &mut [u32],
-    held: &mut [Vec<u32>],
-    loads: &mut Loads,
-    full: u32,
-    free: u32,
+    standbys: &mut [u32],
+    target: &[u32],
 ) {
-    let free_process = g.process[free as usize];
-    let movable = held[full as usize].iter().position(|&t| {
-        let slot = &slots[t as usize * per_task..][..per_task];
-        g.process[owner[t as usize] as usize] != free_process
-            && slot
-                .iter()
-                .all(|&s| s == NONE || g.process[s as usize] != free_process)
-    });
-    let Some(i) = movable else { return };
-    let t = held[full as usize].swap_remove(i);
-    for s in &mut slots[t as usize * per_task..][..per_task] {
-        if *s == full {
-            *s = free;
+    let processes = g.process_count;
+    let mut on: Vec<Vec<usize>> = vec![Vec::new(); processes];
+    for (i, &s) in slots.iter().enumerate() {
+        if s != NONE {
+            on[g.process[s as usize] as usize].push(i);
         }
     }
-    held[free as usize].push(t);
-    loads.remove(full);
-    loads.add(free);
+    let (mut have, mut want) = (vec![0i64; processes], vec![0i64; processes]);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); processes];
+    for r in 0..g.members() {
+        let p = g.process[r] as usize;
+        have[p] += i64::from(standbys[r]);
+        want[p] += i64::from(target[r]);
+        members[p].push(r);
+    }
+    let holds = |slots: &[u32], i: usize, p: u32| {
+        let t = i / per_task;
+        g.process[owner[t] as usize] == p
+            || slots[t * per_task..][..per_task]
+                .iter()
+                .any(|&s| s != NONE && g.process[s as usize] == p)
+    };
+    let mut from: Vec<Option<(usize, usize)>> = vec![None; processes];
+    let (mut queue, mut unvisited) = (Vec::new(), Vec::new());
+    loop {
+        queue.clear();
+        queue.extend((0..processes).filter(|&p| have[p] > want[p]));
+        if queue.is_empty() {
+            break;
+        }
+        from.fill(None);
+        unvisited.clear();
+        unvisited.extend((0..processes).filter(|&p| have[p] <= want[p]));
+        let mut found = None;
+        let mut head = 0;
+        'search: while head < queue.len() {
+            let a = queue[head];
+            head += 1;
+            for &i in &on[a] {
+                let mut k = 0;
+                while k < unvisited.len() {
+                    let b = unvisited[k];
+                    if holds(slots, i, b as u32) {
+                        k += 1;
+                        continue;
+                    }
+                    unvisited.swap_remove(k);
+                    from[b] = Some((a, i));
+                    if have[b] < want[b] {
+                        found = Some(b);
+                        break 'search;
+                    }
+                    queue.push(b);
+                }
+            }
+        }
+        let Some(mut b) = found else { break };
+        while let Some((a, i)) = from[b] {
+            // The member of `b` furthest below its target takes the task.
+            let taker = members[b]
+                .iter()
+                .copied()
+                .max_by_key(|&r| (i64::from(target[r]) - i64::from(standbys[r]), Reverse(r)))
+                .expect("a process reached by a move has members");
+            standbys[slots[i] as usize] -= 1;
+            standbys[taker] += 1;
+            slots[i] = taker as u32;
+            let at = on[a]
+                .iter()
+                .position(|&x| x == i)
+                .expect("slot on its process");
+            on[a].swap_remove(at);
+            on[b].push(i);
+            have[a] -= 1;
+            have[b] += 1;
+            b = a;
+        }
+    }
+    for p in 0..processes {
+        for &i in &on[p] {
+            let giver = slots[i] as usize;
+            if standbys[giver] <= target[giver] {
+                continue;
+            }
+            let taker = members[p]
+                .iter()
+                .copied()
+                .find(|&r| standbys[r] < target[r]);
+            if let Some(taker) = taker {
+                standbys[giver] -= 1;
+                standbys[taker] += 1;
+                slots[i] = taker as u32;
+            }
+        }
+    }
 }
 
 /// Each member's standby target: `total` standbys spread so that actives plus standbys are as
-/// even as possible (the smallest level every member can be topped up to), the members with
-/// the most tasks now keeping the higher counts.
-fn targets(active: &[u32], total: usize, prev_standbys: &[u32]) -> Vec<u32> {
+/// even as possible, the members with the most tasks now keeping the higher counts.
+///
+/// Process `p` can hold at most `cap[p]` standbys (every stateful task not active there), and
+/// any per-process counts within those caps summing to `total` can be placed (see
+/// [`assign`]). So the standbys fill members up to a common level — the lowest every member
+/// can be topped up to, counting a process only up to its cap — and a process whose cap stops
+/// it below that level spreads its cap evenly over its own members.
+fn targets(
+    g: &Group,
+    active: &[u32],
+    cap: &[u32],
+    total: usize,
+    prev_standbys: &[u32],
+) -> Vec<u32> {
     let m = active.len();
+    let mut target = vec![0u32; m];
     if total == 0 {
-        return vec![0; m];
+        return target;
     }
-    let reach = |level: u32| -> usize {
-        active
-            .iter()
-            .map(|&a| level.saturating_sub(a) as usize)
+    let total = total as u64;
+    let room = |level: u32, room: &mut Vec<u64>| {
+        room.clear();
+        room.resize(cap.len(), 0);
+        for (&a, &p) in active.iter().zip(&g.process) {
+            room[p as usize] += u64::from(level.saturating_sub(a));
+        }
+    };
+    let reach = |room: &[u64]| -> u64 {
+        room.iter()
+            .zip(cap)
+            .map(|(&r, &c)| r.min(u64::from(c)))
             .sum()
     };
+    let (mut below, mut at) = (Vec::new(), Vec::new());
     let (mut lo, mut hi) = (
-        0u32,
-        active.iter().max().copied().unwrap_or(0) + total.div_ceil(m) as u32,
+        1u32,
+        active.iter().max().copied().unwrap_or(0) + total as u32,
     );
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if reach(mid) >= total {
+        room(mid, &mut at);
+        if reach(&at) >= total {
             hi = mid;
         } else {
             lo = mid + 1;
         }
     }
     let level = lo;
-    let mut target: Vec<u32> = active
-        .iter()
-        .map(|&a| (level - 1).saturating_sub(a))
-        .collect();
-    let mut left = total - target.iter().map(|&s| s as usize).sum::<usize>();
-    let mut order: Vec<usize> = (0..m).filter(|&r| active[r] < level).collect();
-    order.sort_by_key(|&r| (Reverse(active[r] + prev_standbys[r]), r));
-    for r in order {
-        if left == 0 {
-            break;
+    room(level - 1, &mut below);
+    room(level, &mut at);
+    // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
+    // a process whose cap is reached below `level - 1`.
+    let mut extras: Vec<Option<u64>> = Vec::with_capacity(cap.len());
+    let mut left = total;
+    for p in 0..cap.len() {
+        let c = u64::from(cap[p]);
+        if c <= below[p] {
+            extras.push(None);
+            left -= c;
+        } else {
+            extras.push(Some(c.min(at[p]) - below[p]));
+            left -= below[p];
         }
-        target[r] += 1;
-        left -= 1;
+    }
+    let mut order: Vec<u32> = (0..m as u32).collect();
+    order.sort_by_key(|&r| (Reverse(active[r as usize] + prev_standbys[r as usize]), r));
+    for &r in &order {
+        let (a, p) = (active[r as usize], g.process[r as usize] as usize);
+        if let Some(extra) = &mut extras[p] {
+            target[r as usize] = (level - 1).saturating_sub(a);
+            if a < level && left > 0 && *extra > 0 {
+                target[r as usize] += 1;
+                *extra -= 1;
+                left -= 1;
+            }
+        }
+    }
+    // Capped processes: their cap spread evenly over their members, the same way.
+    let mut members: Vec<u32> = Vec::new();
+    for p in (0..cap.len()).filter(|&p| extras[p].is_none()) {
+        members.clear();
+        members.extend(
+            order
+                .iter()
+                .copied()
+                .filter(|&r| g.process[r as usize] as usize == p),
+        );
+        let room = |level: u32| -> u64 {
+            members
+                .iter()
+                .map(|&r| u64::from(level.saturating_sub(active[r as usize])))
+                .sum()
+        };
+        let c = u64::from(cap[p]);
+        let (mut lo, mut hi) = (0u32, level);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if room(mid) >= c {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if lo == 0 {
+            continue;
+        }
+        let mut left = c - room(lo - 1);
+        for &r in &members {
+            let a = active[r as usize];
+            target[r as usize] = (lo - 1).saturating_sub(a);
+            if a < lo && left > 0 {
+                target[r as usize] += 1;
+                left -= 1;
+            }
+        }
     }
     target
 }

@@ -67,6 +67,38 @@ fn actives_and_totals_within_one() {
     assert!(spread(&totals(&a)) <= 1, "{:?}", totals(&a));
 }
 
+/// Twelve members on four processes, four stateful tasks with two standbys each, cold: the
+/// twelve copies land one per member (a fill by load alone left one member two and another
+/// none), and the result is a fixed point.
+#[test]
+fn totals_within_one_wherever_the_processes_allow_it() {
+    let topology = topology(&[(4, true)]);
+    let group = group(members_on(&[3, 3, 3, 3]), 2);
+    let a = assign(&group, &topology);
+    assert!(totals_can_be_within_one(&group, &topology, &a));
+    assert_eq!(totals(&a), [1; 12]);
+    assert_fixed_point(&group, &topology, &a);
+}
+
+/// Where no placement can put actives plus standbys within one, the exact condition says so:
+/// three processes and two standbys put a copy of every task on every process, so the lone
+/// member of the third process carries all seven tasks while two members share each of the
+/// other processes' seven (within one of each other).
+#[test]
+fn totals_apart_only_where_no_placement_allows_within_one() {
+    let topology = topology(&[(7, true)]);
+    let group = group(members_on(&[2, 2, 1]), 2);
+    let a = assign(&group, &topology);
+    assert!(!totals_can_be_within_one(&group, &topology, &a));
+    let totals = totals(&a);
+    assert_eq!(totals[4], 7);
+    for pair in [&totals[0..2], &totals[2..4]] {
+        assert_eq!(pair.iter().sum::<usize>(), 7);
+        assert!(spread(pair) <= 1, "{totals:?}");
+    }
+    assert_fixed_point(&group, &topology, &a);
+}
+
 /// When the per-member standby targets ask more of a process than its actives leave it (here
 /// the member that held everything keeps its process's share), the members of that process
 /// even out among themselves: totals stay within one and the result is a fixed point.

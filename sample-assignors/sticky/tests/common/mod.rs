@@ -252,3 +252,65 @@ pub fn min_moves(group: &GroupSpec, topology: &Topology) -> usize {
     let kept = best[r[0]][r[1]].iter().flatten().max().expect("feasible");
     n[0] + n[1] - kept
 }
+
+/// Whether some standby placement around `a`'s actives puts every member's actives plus
+/// standbys within one of every other's (no rack-aware tags). Exact: with `S` stateful tasks,
+/// `R` replicas each (`min(numStandbyReplicas, processes − 1)`) and `a_p` of them active on
+/// process `p`, per-process standby counts `c_p` can be placed iff they sum to `S·R` and each
+/// is at most `S − a_p` (a max-flow cut argument), and a process's standbys can go to any of
+/// its members. So with `N` tasks and standbys over `M` members, `L = ⌊N/M⌋`: a member with
+/// `L + 1` actives is at the high level, one with fewer takes `L − actives` standbys plus
+/// one if it is among the `N mod M` at the high level; each process must fit the lowest of
+/// that in `S − a_p` and together they must have room for `N mod M` at the high level.
+pub fn totals_can_be_within_one(
+    group: &GroupSpec,
+    topology: &Topology,
+    a: &GroupAssignment,
+) -> bool {
+    let mut process: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    let stateful = topology
+        .tasks()
+        .filter(|&t| topology.subtopology(t).unwrap().is_stateful)
+        .count();
+    let replicas = (group.configs.num_standby_replicas as usize).min(
+        group
+            .members
+            .iter()
+            .map(|m| m.process_id.as_str())
+            .collect::<BTreeSet<_>>()
+            .len()
+            - 1,
+    );
+    let m = group.members.len();
+    let n = actives(a).iter().sum::<usize>() + stateful * replicas;
+    let (level, high) = (n / m, n % m);
+    // Per process: (stateful actives, standbys to reach the low level, members forced high,
+    // members that may go high).
+    for (mem, out) in group.members.iter().zip(&a.members) {
+        let entry = process.entry(&mem.process_id).or_default();
+        let held = out.active_tasks.len();
+        entry.0 += out
+            .active_tasks
+            .iter()
+            .filter(|&&t| topology.subtopology(t).unwrap().is_stateful)
+            .count();
+        match held.cmp(&(level + 1)) {
+            std::cmp::Ordering::Greater => return false,
+            std::cmp::Ordering::Equal => entry.2 += 1,
+            std::cmp::Ordering::Less => {
+                entry.1 += level - held;
+                entry.3 += 1;
+            }
+        }
+    }
+    let (mut forced, mut room) = (0, 0);
+    for &(active, base, high_now, may_rise) in process.values() {
+        let cap = stateful - active;
+        if base > cap {
+            return false;
+        }
+        forced += high_now;
+        room += high_now + may_rise.min(cap - base);
+    }
+    forced <= high && high <= room
+}
