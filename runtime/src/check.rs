@@ -415,7 +415,7 @@ impl CheckReport {
                         || "-".to_owned(),
                         |m| {
                             format!(
-                                "{:.1}M{}",
+                                "{:.1}MiB{}",
                                 m as f64 / (1 << 20) as f64,
                                 percent(m as u64, Some(limits.get_memory_bytes() as u64))
                             )

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use assignor_runtime::check::{self, CheckOptions, CheckReport};
 use assignor_runtime::{Assignor, ErrorKind, Limits};
+use assignor_sdk::capture::Capture;
+use assignor_sdk::harness::{self, checks};
 use assignor_tests::guests;
 
 use crate::common::{load, runtime, try_load};
@@ -176,4 +178,34 @@ fn required_rules_decide_the_verdict() {
         !strict.passed(),
         "requiring {failing} must fail the verdict"
     );
+}
+
+/// A capture written by a failed call loads as a test case: the group and topology of the
+/// sandboxed failure run natively through the harness.
+#[test]
+fn a_capture_is_a_test_case() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let limits = Limits::default().fuel(Some(30_000));
+    let rt = runtime(limits.clone());
+    let assignor = Assignor::Component(Arc::new(load(&rt, guests::BALANCED, &[])));
+    let options = CheckOptions {
+        cases: 0,
+        capture_dir: Some(dir.path().to_owned()),
+        ..CheckOptions::default()
+    };
+    let report = check::run(&assignor, "balanced", &limits, options);
+    let largest = report.cases.last().expect("cases");
+    assert_eq!(
+        largest.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::OutOfFuel)
+    );
+    let capture = Capture::read(largest.capture.as_ref().expect("captured")).expect("reads");
+    assert_eq!(capture.group.members.len(), 1000);
+
+    let native = assignor_runtime::builtin("balanced").expect("built-in");
+    let run = harness::native(native.as_ref());
+    let assignment = run(&capture.group, &capture.topology).expect("assigns natively");
+    checks::valid(&capture.group, &capture.topology, &assignment)
+        .outcome
+        .expect("valid");
 }
