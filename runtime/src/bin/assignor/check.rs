@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use assignor_runtime::check::{self, CheckOptions};
 use assignor_runtime::{Runtime, json};
 use clap::Args;
 
-use crate::{LimitArgs, parse_key_value, resolve_assignor};
+use crate::{CaptureArgs, LimitArgs, parse_key_value, resolve_assignor};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -33,16 +32,8 @@ pub struct CheckArgs {
     /// Print one JSON object (documented in the README) instead of the report.
     #[arg(long)]
     json: bool,
-    /// Where captures of failed calls are written (for `assignor replay`).
-    #[arg(
-        long,
-        default_value = "assignor-captures",
-        conflicts_with = "no_capture"
-    )]
-    capture_dir: PathBuf,
-    /// Do not write captures of failed calls.
-    #[arg(long)]
-    no_capture: bool,
+    #[command(flatten)]
+    capture: CaptureArgs,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -75,7 +66,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         cases: args.cases,
         seed: args.seed,
         require: args.require,
-        capture_dir: (!args.no_capture).then_some(args.capture_dir),
+        capture_dir: args.capture.dir(),
     };
     let report = check::run(&assignor, &args.assignor, &limits, options);
     if args.json {
