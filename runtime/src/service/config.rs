@@ -35,9 +35,12 @@ pub const DEFAULT_MAX_ASSIGNORS: usize = 16;
 /// Default of a tenant's `max.component.bytes`: 8 MiB (a release-built Rust assignor is
 /// ~100 KB; the runtime's own cap is higher for operator-listed components).
 pub const DEFAULT_MAX_COMPONENT_BYTES: usize = 8 << 20;
-/// Default of a tenant's `max.concurrent.assignments`: 2, one per core of the reference
-/// machine, so one tenant cannot occupy every core with sandboxed calls.
-pub const DEFAULT_MAX_CONCURRENT_ASSIGNMENTS: usize = 2;
+/// Default of a tenant's `max.concurrent.assignments`: half the machine's cores, at least 1,
+/// so a tenant whose assignor spins until its deadline leaves the other half to everyone
+/// else (on 2 cores, a hostile tenant given both slowed another tenant's assignments ~2-3x).
+pub fn default_max_concurrent_assignments() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
 
 /// Default of a tenant's `compile.timeout.ms`: 10 s for an upload to be validated, compiled
 /// and loaded (`name()`, `configure`). A ~100 KB component takes well under a second; a
@@ -70,7 +73,8 @@ pub struct TenantLimits {
     /// Largest component accepted. Default [`DEFAULT_MAX_COMPONENT_BYTES`].
     pub max_component_bytes: usize,
     /// Assignments (and upload trials) running at once; more wait for a slot up to the
-    /// tenant's deadline, then answer 429. Default [`DEFAULT_MAX_CONCURRENT_ASSIGNMENTS`].
+    /// tenant's deadline, then answer 429. Default
+    /// [`default_max_concurrent_assignments`].
     pub max_concurrent_assignments: usize,
 }
 
@@ -83,7 +87,7 @@ impl Default for TenantLimits {
             compile_timeout: DEFAULT_COMPILE_TIMEOUT,
             max_assignors: DEFAULT_MAX_ASSIGNORS,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
-            max_concurrent_assignments: DEFAULT_MAX_CONCURRENT_ASSIGNMENTS,
+            max_concurrent_assignments: default_max_concurrent_assignments(),
         }
     }
 }
