@@ -450,6 +450,7 @@ mod tests {
                 format!("service.tenant.b.token.sha256={hash}"),
                 "service.tenant.b.fuel=none".into(),
                 "service.tenant.b.max.concurrent.assignments=5".into(),
+                "service.tenant.b.compile.timeout.ms=250".into(),
             ],
         )
         .expect("valid");
@@ -457,6 +458,11 @@ mod tests {
         assert_eq!(c.tenants[1].limits.fuel, None);
         assert_eq!(c.tenants[1].limits.max_concurrent_assignments, 5);
         assert_eq!(c.tenants[1].limits.max_assignors, DEFAULT_MAX_ASSIGNORS);
+        assert_eq!(
+            c.tenants[1].limits.compile_timeout,
+            Duration::from_millis(250)
+        );
+        assert_eq!(c.tenants[0].limits.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
     }
 
     /// A tenant without a token hash, or with a malformed one, is refused with the key named.

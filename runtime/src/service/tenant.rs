@@ -125,18 +125,21 @@ pub(crate) struct CheckedUpload {
 }
 
 /// The runtime enforcing `limits` for a tenant: its engine, instance pool and deadlines.
+/// `max.component.bytes` binds uploads (checked before they load), not the runtime: a lower
+/// limit must not stop the tenant's stored uploads from reloading.
 fn runtime_for(
     limits: &TenantLimits,
     broker: &BrokerConfig,
     cache_dir: &Path,
 ) -> anyhow::Result<Runtime> {
+    let runtime_max = broker.limits.get_max_component_bytes();
     let runtime_limits = broker
         .limits
         .clone()
         .fuel(limits.fuel)
         .memory_bytes(limits.memory_bytes)
         .timeout(limits.timeout)
-        .max_component_bytes(limits.max_component_bytes)
+        .max_component_bytes(runtime_max.max(limits.max_component_bytes))
         .max_concurrent_calls(
             u32::try_from(limits.max_concurrent_assignments)
                 .unwrap_or(u32::MAX)
