@@ -11,6 +11,7 @@ mod invalid_output;
 mod load;
 mod registry;
 mod service;
+mod service_limits;
 mod service_noisy;
 mod service_observability;
 mod sticky;
