@@ -580,3 +580,36 @@ fn restart_keeps_uploads_configs_and_targets() {
     // The target is current: a trigger does not recompute it.
     assert_eq!(a.post("/v1/groups/orders/assign"), (200, target));
 }
+
+/// A whole-group PUT is one change: however many members and configs it carries, the group
+/// epoch moves once (the coordinator persists it in one write, so a crash leaves the old
+/// group or the new one), members absent from the document leave, and an unchanged document
+/// changes nothing.
+#[test]
+fn whole_group_put_is_one_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(&config(dir.path()));
+    let a = server.client(TOKEN_A);
+    let (status, d) = a.put("/v1/groups/g", group_doc(5, 8).as_bytes());
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(
+        d["groupEpoch"], 1,
+        "topology and five members in one change: {d}"
+    );
+    let (status, d) = a.set_config("g", json!({"streams.num.standby.replicas": 2}), &[]);
+    assert_eq!(status, 200, "{d}");
+
+    let mut doc: Value = serde_json::from_str(&group_doc(3, 16)).expect("JSON");
+    doc["configs"] = json!({"numStandbyReplicas": 0});
+    let (status, d) = a.put("/v1/groups/g", doc.to_string().as_bytes());
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["groupEpoch"], 2, "{d}");
+    assert_eq!(d["members"], json!(["m0", "m1", "m2"]));
+    assert_eq!(d["configs"]["numStandbyReplicas"], 0);
+    let (status, same) = a.put("/v1/groups/g", doc.to_string().as_bytes());
+    assert_eq!(
+        (status, same),
+        (200, d),
+        "an unchanged document changes nothing"
+    );
+}
