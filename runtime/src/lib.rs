@@ -41,6 +41,8 @@
 //!   [`store::MemoryStore`].
 //! - [`service`]: `assignor serve`, the multi-tenant HTTP service over registries,
 //!   coordinators and the store (uploads, group configs, triggers, describe).
+//! - [`client`]: a blocking client of that service's API, behind the `assignor` command's
+//!   `upload`, `list`, `delete` and `group` subcommands.
 
 #![deny(missing_docs)]
 
@@ -49,6 +51,7 @@ mod boundary;
 mod builtin;
 mod cache;
 pub mod capture;
+pub mod client;
 mod component;
 pub mod config;
 pub mod coordinator;

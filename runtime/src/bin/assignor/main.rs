@@ -1,6 +1,7 @@
 //! The `assignor` command: run an assignment through the sandbox (`assign`), try the embedded
 //! sample (`demo`), check a broker config's assignor list (`registry`), or run the
-//! multi-tenant service (`serve`). See the README for the JSON contract.
+//! multi-tenant service (`serve`) and drive it (`upload`, `list`, `delete`, `group`). See the
+//! README for the JSON contract.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -19,6 +20,7 @@ use assignor_runtime::{
 };
 use clap::{Args, Parser, Subcommand};
 
+mod remote;
 mod report;
 
 use report::report;
@@ -52,6 +54,8 @@ enum Command {
     /// tenant (token `demo-token`), the `sticky` and `balanced` built-ins, data in
     /// ./assignor-data, listening on 127.0.0.1:7878.
     Serve(ServeArgs),
+    #[command(flatten)]
+    Remote(remote::Command),
 }
 
 #[derive(Args)]
@@ -156,6 +160,7 @@ fn main() -> ExitCode {
         Command::Demo(limits) => demo(limits),
         Command::Registry(args) => registry(args),
         Command::Serve(args) => serve(args),
+        Command::Remote(command) => remote::run(command),
     };
     match result {
         Ok(code) => code,
@@ -300,27 +305,44 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What to try against the embedded demo, as curl lines.
+/// What to try against the embedded demo: the client commands, spelled as this very binary
+/// so the lines can be pasted, and one curl line for the raw API.
 fn demo_hints(addr: &str) -> String {
     let token = service_config::DEMO_TOKEN;
-    let auth = format!("-H 'Authorization: Bearer {token}'");
-    [
-        format!("Try it (demo tenant `{}`, token `{token}`):", service_config::DEMO_TENANT),
-        format!("  curl -s {auth} http://{addr}/v1/assignors"),
-        format!(
-            "  curl -s {auth} -X PUT --data-binary @runtime/demo/group.json http://{addr}/v1/groups/orders"
-        ),
-        format!("  curl -s {auth} -X POST http://{addr}/v1/groups/orders/assign"),
-        format!(
-            "  curl -s {auth} -X PUT -d '{{\"set\": {{\"streams.assignor.name\": \"balanced\"}}}}' http://{addr}/v1/groups/orders/config"
-        ),
-        format!("  curl -s {auth} http://{addr}/v1/groups/orders"),
-        "Upload your own (its name() must match the URL):".to_owned(),
-        format!(
-            "  curl -s {auth} -X PUT --data-binary @target/wasm32-wasip2/release/my_assignor.wasm http://{addr}/v1/assignors/my-assignor"
-        ),
-    ]
-    .join("\n")
+    let exe = std::env::current_exe().ok();
+    let cwd = std::env::current_dir().ok();
+    let command = match (&exe, &cwd) {
+        (Some(exe), Some(cwd)) => exe.strip_prefix(cwd).unwrap_or(exe).display().to_string(),
+        _ => "assignor".to_owned(),
+    };
+    let mut lines = vec![format!(
+        "Try it (demo tenant `{}`, token `{token}`):",
+        service_config::DEMO_TENANT
+    )];
+    if addr != service_config::DEFAULT_LISTEN {
+        // The client sends the demo token by itself only to the default address.
+        lines.push(format!(
+            "  export ASSIGNOR_SERVER=http://{addr} ASSIGNOR_TOKEN={token}"
+        ));
+    }
+    for args in [
+        "list",
+        "group put orders runtime/demo/group.json",
+        "group assign orders",
+        "group set-config orders streams.assignor.name=balanced",
+        "group describe orders",
+    ] {
+        lines.push(format!("  {command} {args}"));
+    }
+    lines.push("Upload your own (its name() must be the NAME you give):".to_owned());
+    lines.push(format!(
+        "  {command} upload my-assignor target/wasm32-wasip2/release/my_assignor.wasm"
+    ));
+    lines.push("Or the HTTP API directly:".to_owned());
+    lines.push(format!(
+        "  curl -s -H 'Authorization: Bearer {token}' http://{addr}/v1/assignors"
+    ));
+    lines.join("\n")
 }
 
 fn registry(args: BrokerArgs) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,415 @@
+//! The `assignor` command as the service's client: the real binary against `assignor serve`
+//! in-process on loopback — upload, list, group put/set-config/get-config/assign/assignment/
+//! describe, delete — with its exit codes (0 done, 1 refused, 2 bad usage or unreachable) and
+//! error messages that say what to do.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+
+use assignor_runtime::json::AssignmentDoc;
+use assignor_runtime::service::Service;
+use assignor_runtime::service::config::{ServiceConfig, token_sha256};
+use assignor_tests::guests;
+use serde_json::Value;
+
+const TOKEN: &str = "token-of-tenant-a";
+const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
+
+/// The `assignor` binary, built once per test run by a nested `cargo build` into this run's
+/// target directory and profile: integration tests only get their own package's binaries,
+/// and this one belongs to `assignor-runtime`. Cargo holds no build lock while tests run.
+/// Under `cargo test -p assignor-tests` every crate is already compiled and the nested build
+/// only links; under `cargo test --workspace`, whose feature unification differs (sticky's
+/// `component` feature), it compiles its own sample assignors and runtime once (not wasmtime).
+fn binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // <target>/<profile dir>/deps/all-<hash>
+        let profile_dir = exe.parent().and_then(Path::parent).expect("a profile dir");
+        let target_dir = profile_dir.parent().expect("a target dir");
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "dev",
+            Some(other) => other,
+            None => panic!("unexpected test binary location {}", exe.display()),
+        };
+        let output = Command::new(env!("CARGO"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .args(["build", "-p", "assignor-runtime", "--bin", "assignor"])
+            .args([
+                "--message-format=json",
+                "--profile",
+                profile,
+                "--target-dir",
+            ])
+            .arg(target_dir)
+            .output()
+            .expect("cargo runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "building the assignor binary failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "assignor")
+            .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo reports the assignor executable")
+    })
+}
+
+/// One run of the binary.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `assignor args…` with `env`, feeding `stdin`. The caller's `ASSIGNOR_*` and proxy
+/// variables are dropped: loopback requests must not reach a proxy or another server.
+fn assignor(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
+    let mut command = Command::new(binary());
+    for var in [
+        "ASSIGNOR_SERVER",
+        "ASSIGNOR_TOKEN",
+        "ALL_PROXY",
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+    ] {
+        command.env_remove(var).env_remove(var.to_lowercase());
+    }
+    let mut child = command
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the assignor binary runs");
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    pipe.write_all(stdin.as_bytes()).expect("writing stdin");
+    drop(pipe);
+    let out = child.wait_with_output().expect("the assignor binary exits");
+    Run {
+        code: out.status.code().expect("an exit code"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// A service with tenant `a` on 127.0.0.1:0 in its own runtime thread; stopped on drop.
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+    _data: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Self {
+        let data = tempfile::tempdir().expect("tempdir");
+        let hash: String = token_sha256(TOKEN)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let config = ServiceConfig::load(
+            None,
+            &[
+                "group.streams.assignors=sticky,balanced".into(),
+                format!("service.data.dir={}", data.path().display()),
+                "service.tenants=a".into(),
+                format!("service.tenant.a.token.sha256={hash}"),
+            ],
+        )
+        .expect("valid service config");
+        let service = Service::open(&config).expect("the service opens");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = thread::spawn(move || {
+            runtime
+                .block_on(service.serve(listener, async {
+                    let _ = stopped.await;
+                }))
+                .expect("serves");
+        });
+        Self {
+            url,
+            stop: Some(stop),
+            thread: Some(thread),
+            _data: data,
+        }
+    }
+
+    /// Runs `assignor args… --server URL --token TOKEN`.
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with_stdin(args, "")
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--server", &self.url, "--token", TOKEN])
+            .collect();
+        assignor(&args, &[], stdin)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().expect("the server thread ends cleanly");
+        }
+    }
+}
+
+fn json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {run}"))
+}
+
+fn assert_ok(run: &Run) {
+    assert_eq!(run.code, 0, "{run}");
+}
+
+/// Upload, list, put a group from stdin, select the upload, assign, read the target,
+/// describe, refuse to delete it while selected, then delete it: every step through the
+/// binary, readable by default and the service's JSON with `--json`.
+#[test]
+fn cli_drives_the_service_end_to_end() {
+    let server = Server::start();
+
+    let up = server.run(&["upload", "hashmap-user", guests::HASHMAP_USER]);
+    assert_ok(&up);
+    assert!(up.stdout.starts_with("uploaded `hashmap-user`"), "{up}");
+    assert_eq!(up.stdout.matches("  ✓ ").count(), 4, "every check: {up}");
+    assert!(
+        up.stderr.contains("hashmap-user (trial)") && up.stderr.contains(" / 1000000000"),
+        "the trial's usage beside its limits on stderr: {up}"
+    );
+
+    let list = server.run(&["list"]);
+    assert_ok(&list);
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("hashmap-user "))
+        .unwrap_or_else(|| panic!("a row for the upload: {list}"));
+    assert!(
+        row.contains("component") && row.contains("sha256"),
+        "{list}"
+    );
+    let names: Vec<Value> = json(&server.run(&["list", "--json"]))["assignors"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|a| a["name"].clone())
+        .collect();
+    assert_eq!(names, ["sticky", "balanced", "hashmap-user"]);
+
+    let put = server.run_with_stdin(&["group", "put", "orders", "-"], GROUP_DOC);
+    assert_ok(&put);
+    assert!(put.stdout.contains("members (3)"), "{put}");
+
+    // The server and token from the environment, as a shell profile would set them.
+    let set = assignor(
+        &[
+            "group",
+            "set-config",
+            "orders",
+            "streams.assignor.name=hashmap-user",
+        ],
+        &[("ASSIGNOR_SERVER", &server.url), ("ASSIGNOR_TOKEN", TOKEN)],
+        "",
+    );
+    assert_ok(&set);
+    assert!(
+        set.stdout.contains("streams.assignor.name") && set.stdout.contains("hashmap-user"),
+        "{set}"
+    );
+    let config = server.run(&["group", "get-config", "orders"]);
+    assert_ok(&config);
+    assert!(
+        config
+            .stdout
+            .lines()
+            .any(|l| l.contains("streams.assignor.name") && l.ends_with("hashmap-user")),
+        "{config}"
+    );
+
+    let assign = server.run(&["group", "assign", "orders"]);
+    assert_ok(&assign);
+    let doc: AssignmentDoc = serde_json::from_str(&assign.stdout)
+        .unwrap_or_else(|e| panic!("stdout is the output JSON ({e}): {assign}"));
+    assert_eq!(doc.members.len(), 3, "every member appears: {assign}");
+    assert!(
+        assign.stderr.contains("hashmap-user") && assign.stderr.contains("fuel"),
+        "who computed it and its usage on stderr: {assign}"
+    );
+    let target = json(&server.run(&["group", "assignment", "orders", "--json"]));
+    assert_eq!(target["assignor"], "hashmap-user");
+    assert_eq!(
+        serde_json::to_value(&doc).expect("serialises"),
+        target["assignment"],
+        "the committed target is what the trigger answered"
+    );
+
+    let describe = server.run(&["group", "describe", "orders"]);
+    assert_ok(&describe);
+    for line in [
+        "target epoch       1 (up to date)",
+        "next assignor      hashmap-user",
+    ] {
+        assert!(describe.stdout.contains(line), "{line:?}: {describe}");
+    }
+
+    let refused = server.run(&["delete", "hashmap-user"]);
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(
+        refused.stderr.contains("ASSIGNOR_IN_USE") && refused.stderr.contains("orders"),
+        "names the groups that select it: {refused}"
+    );
+    assert_ok(&server.run(&[
+        "group",
+        "set-config",
+        "orders",
+        "--delete",
+        "streams.assignor.name",
+    ]));
+    let deleted = server.run(&["delete", "hashmap-user"]);
+    assert_ok(&deleted);
+    assert_eq!(deleted.stdout, "deleted `hashmap-user`\n");
+    let gone = server.run(&["delete", "hashmap-user"]);
+    assert_eq!(gone.code, 1, "{gone}");
+    assert!(gone.stderr.contains("RESOURCE_NOT_FOUND"), "{gone}");
+}
+
+/// A rejected upload exits 1 naming the failed check and listing those passed before it;
+/// with `--json`, stdout carries the service's error object.
+#[test]
+fn rejected_upload_names_the_check() {
+    let server = Server::start();
+    let run = server.run(&["upload", "balanced", guests::BALANCED]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("ASSIGNOR_REJECTED") && run.stderr.contains("name of a built-in"),
+        "{run}"
+    );
+    assert!(
+        run.stderr.contains("checks passed before it:\n  ✓ size"),
+        "{run}"
+    );
+    let run = server.run(&["upload", "balanced", guests::BALANCED, "--json"]);
+    assert_eq!(run.code, 1, "{run}");
+    let error = &json(&run)["error"];
+    assert_eq!(
+        (&error["code"], &error["check"]),
+        (&"ASSIGNOR_REJECTED".into(), &"name".into())
+    );
+    let names = json(&server.run(&["list", "--json"]))["assignors"].clone();
+    assert_eq!(
+        names.as_array().map(Vec::len),
+        Some(2),
+        "nothing stored: {names}"
+    );
+}
+
+/// A wrong token exits 1 and says to check the token, without printing it; no token at all
+/// (another server than the default gets no demo token) says how to pass one.
+#[test]
+fn rejected_token_exits_1_and_says_check_the_token() {
+    let server = Server::start();
+    let secret = "wrong-secret-token-value";
+    let run = assignor(
+        &["list", "--server", &server.url, "--token", secret],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 1, "{run}");
+    assert!(run.stderr.contains("check the token"), "{run}");
+    assert!(
+        !run.stderr.contains(secret) && !run.stdout.contains(secret),
+        "token printed: {run}"
+    );
+    let run = assignor(&["list", "--server", &server.url], &[], "");
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("pass --token or set ASSIGNOR_TOKEN"),
+        "{run}"
+    );
+}
+
+/// A server that is not there exits 2 and asks whether it is running; so does an https URL
+/// (this client speaks plain HTTP) and a group id the service does not know answers 404
+/// with exit 1.
+#[test]
+fn unreachable_server_exits_2_and_asks_if_it_is_running() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let run = assignor(&["group", "describe", "orders", "--server", &url], &[], "");
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("is it running"), "{run}");
+    let run = assignor(&["list", "--server", "https://127.0.0.1:7878"], &[], "");
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("plain HTTP only"), "{run}");
+
+    let server = Server::start();
+    let run = server.run(&["group", "describe", "no-such-group"]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(run.stderr.contains("no group `no-such-group`"), "{run}");
+}
+
+/// A malformed KEY=VALUE, or no change at all, exits 2 before anything is sent.
+#[test]
+fn bad_key_value_exits_2() {
+    let unused = "http://127.0.0.1:9";
+    let run = assignor(
+        &[
+            "group",
+            "set-config",
+            "orders",
+            "streams.assignor.name",
+            "--server",
+            unused,
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("expected KEY=VALUE"), "{run}");
+    let run = assignor(
+        &["group", "set-config", "orders", "--server", unused],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run}");
+    assert!(run.stderr.contains("nothing to change"), "{run}");
+}
