@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use assignor_sdk::{GroupSpec, Topology};
+use assignor_sdk::{GroupSpec, SourceTopic, Topology};
 
 /// The standard sizes: members, processes, stateful subtopologies, partitions per
 /// subtopology (128, 2048 and 16384 tasks).
@@ -99,4 +99,63 @@ pub fn generate(
     let text = String::from_utf8(output.stdout).expect("gen.py writes UTF-8 JSON");
     assignor_runtime::json::parse_input(&text)
         .unwrap_or_else(|e| panic!("`{command:?}` produced an unusable input: {e}"))
+}
+
+/// Gives a group racks `r0`, `r1`, … (`racks` of them) and its subtopologies source topics
+/// with replica racks, for the rack-aware benchmark and tests. Processes, in order of first
+/// appearance, are dealt to the racks in turn (a member's rack is its process's). Every
+/// subtopology reads two topics `<id>-a` and `<id>-b`, of one partition per task; each
+/// partition has replicas in one or two racks drawn from `seed`, rack `r0` twice as likely as
+/// each other. The layout is skewed on purpose: a third of the members sit in `r0` but about
+/// half the replicas do, and a task's two topics often disagree, so a rack-blind assignment
+/// reads many partitions across racks and only some of that can be saved.
+pub fn with_racks(group: &mut GroupSpec, topology: &mut Topology, racks: u32, seed: u64) {
+    let racks = racks.max(1);
+    let mut processes: Vec<&str> = Vec::new();
+    let rack_of: Vec<u32> = group
+        .members
+        .iter()
+        .map(|m| {
+            let p = match processes.iter().position(|&p| p == m.process_id) {
+                Some(p) => p,
+                None => {
+                    processes.push(&m.process_id);
+                    processes.len() - 1
+                }
+            };
+            p as u32 % racks
+        })
+        .collect();
+    for (m, rack) in group.members.iter_mut().zip(rack_of) {
+        m.rack_id = Some(format!("r{rack}"));
+    }
+    topology.racks = (0..racks).map(|r| format!("r{r}")).collect();
+    // splitmix64: a fixed stream per seed, the same on every platform.
+    let mut state = seed;
+    let mut next = move |n: u32| {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % u64::from(n)) as u32
+    };
+    for s in &mut topology.subtopologies {
+        s.source_topics = ["a", "b"]
+            .iter()
+            .map(|suffix| SourceTopic {
+                name: format!("{}-{suffix}", s.id),
+                partition_racks: (0..s.max_num_input_partitions)
+                    .map(|_| {
+                        let copies = 1 + next(2);
+                        let mut replicas: Vec<u32> = (0..copies)
+                            // Draws of 0 and 1 both mean r0: twice the weight of the others.
+                            .map(|_| next(racks + 1).saturating_sub(1))
+                            .collect();
+                        replicas.dedup();
+                        replicas
+                    })
+                    .collect(),
+            })
+            .collect();
+    }
 }
