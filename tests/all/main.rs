@@ -15,5 +15,6 @@ mod service;
 mod service_limits;
 mod service_noisy;
 mod service_observability;
+mod service_restart;
 mod sticky;
 mod store;

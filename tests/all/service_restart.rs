@@ -1,0 +1,271 @@
+//! The service in a process of its own, stopped mid-load by SIGKILL and by SIGTERM and
+//! started again on the same data directory: every acknowledged upload, group config and
+//! target assignment is there.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use assignor_tests::guests;
+use serde_json::{Value, json};
+
+use crate::service::{Client, TOKEN_A, config_keys, group_doc};
+
+/// Client threads, each driving groups of its own.
+const WORKERS: usize = 3;
+/// Groups per worker.
+const GROUPS: usize = 2;
+/// Uploads made one after another while the workers run; each is a different guest.
+const UPLOADS: &[(&str, &str)] = &[
+    ("hashmap-user", guests::HASHMAP_USER),
+    ("probe-echo", guests::PROBE_ECHO),
+    ("loops-on-large-groups", guests::LOOPS_ON_LARGE_GROUPS),
+    ("slow-legal", guests::SLOW_LEGAL),
+];
+
+/// The service process.
+struct Process {
+    child: Child,
+    base: String,
+}
+
+impl Process {
+    fn start(data_dir: &Path) -> Self {
+        let mut keys = config_keys(data_dir);
+        keys.push("service.listen=127.0.0.1:0".into());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_service-runner"))
+            .args(keys)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the service");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().expect("piped"))
+            .read_line(&mut line)
+            .expect("the service says where it listens");
+        let addr = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Self {
+            base: format!("http://{addr}"),
+            child,
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(&self.base, TOKEN_A)
+    }
+
+    fn sigkill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// SIGTERM, then waits for the graceful exit.
+    fn sigterm(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill(1)");
+        assert!(status.success());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(self.child.stdout.as_mut().expect("piped"), &mut rest)
+            .expect("the service's output");
+        let exit = self.child.wait().expect("reaped");
+        assert!(exit.success(), "graceful stop exits 0: {exit}");
+        assert_eq!(rest.trim(), "stopped");
+    }
+}
+
+/// What one group was last acknowledged to be, and the change in flight when the load
+/// stopped (unacknowledged: it may or may not have happened).
+#[derive(Debug, Default, Clone)]
+struct Acked {
+    /// Group epoch answered by the last acknowledged PUT.
+    epoch: u64,
+    /// `streams.num.standby.replicas` of the last acknowledged config change, and of the one
+    /// in flight.
+    standbys: Option<u64>,
+    standbys_in_flight: Option<u64>,
+    /// The last acknowledged target: its epoch and assignment.
+    target: Option<(u64, Value)>,
+}
+
+/// One worker's steps on its groups until `stop`: change the members (a new group epoch),
+/// change the config, trigger; records what each acknowledged answer said. Ends at the first
+/// request that fails to get an answer (the service is gone).
+fn drive(client: &Client, groups: &[String], stop: &AtomicBool) -> BTreeMap<String, Acked> {
+    let mut acked: BTreeMap<String, Acked> = groups
+        .iter()
+        .map(|g| (g.clone(), Acked::default()))
+        .collect();
+    'load: for n in 1u64.. {
+        for group in groups {
+            if stop.load(Ordering::Relaxed) {
+                break 'load;
+            }
+            let state = acked.get_mut(group).expect("known group");
+            let members = 2 + (n % 5) as usize;
+            let Some((200, d)) = client.try_put(
+                &format!("/v1/groups/{group}"),
+                group_doc(members, 8).as_bytes(),
+            ) else {
+                break 'load;
+            };
+            state.epoch = d["groupEpoch"].as_u64().expect("epoch");
+            let standbys = n % 3;
+            state.standbys_in_flight = Some(standbys);
+            let body = json!({"set": {"streams.num.standby.replicas": standbys}});
+            let Some((200, _)) = client.try_put(
+                &format!("/v1/groups/{group}/config"),
+                body.to_string().as_bytes(),
+            ) else {
+                break 'load;
+            };
+            state.standbys = Some(standbys);
+            let Some((200, target)) = client.try_post(&format!("/v1/groups/{group}/assign")) else {
+                break 'load;
+            };
+            let epoch = target["targetAssignmentEpoch"].as_u64().expect("epoch");
+            state.target = Some((epoch, target["assignment"].clone()));
+        }
+    }
+    acked
+}
+
+/// Runs the workers and an uploader (uploads `round` and `round + 1`) against `process` for
+/// a while, stops it with `stop` while they run, and returns what was acknowledged: per
+/// group, and the uploads.
+fn load(
+    process: Process,
+    round: usize,
+    stop: impl FnOnce(Process),
+) -> (BTreeMap<String, Acked>, Vec<String>) {
+    let halt = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let client = process.client();
+            let halt = halt.clone();
+            let groups: Vec<String> = (0..GROUPS).map(|g| format!("w{w}-g{g}")).collect();
+            thread::spawn(move || drive(&client, &groups, &halt))
+        })
+        .collect();
+    let uploader = {
+        let client = process.client();
+        let halt = halt.clone();
+        thread::spawn(move || {
+            let mut acked = Vec::new();
+            for (name, path) in UPLOADS.iter().skip(round).take(2) {
+                if halt.load(Ordering::Relaxed) {
+                    break;
+                }
+                let bytes = std::fs::read(path).expect("the guest is built");
+                match client.try_put(&format!("/v1/assignors/{name}"), &bytes) {
+                    Some((200 | 201, _)) => acked.push((*name).to_owned()),
+                    Some((status, body)) => panic!("upload of {name}: {status} {body}"),
+                    None => break,
+                }
+            }
+            acked
+        })
+    };
+    thread::sleep(Duration::from_millis(1500));
+    stop(process);
+    halt.store(true, Ordering::Relaxed);
+    let mut acked = BTreeMap::new();
+    for w in workers {
+        acked.extend(w.join().expect("a worker"));
+    }
+    (acked, uploader.join().expect("the uploader"))
+}
+
+/// After a restart, each group is at least where its last acknowledged answers left it, and
+/// at most one unacknowledged step further; every acknowledged upload is listed.
+fn check(client: &Client, acked: &BTreeMap<String, Acked>, uploads: &[String], exact: bool) {
+    let (status, list) = client.get("/v1/assignors");
+    assert_eq!(status, 200, "{list}");
+    for name in uploads {
+        assert!(
+            list["assignors"]
+                .as_array()
+                .expect("a list")
+                .iter()
+                .any(|a| a["name"] == name.as_str()),
+            "acknowledged upload {name} lost: {list}"
+        );
+    }
+    for (group, a) in acked {
+        if a.epoch == 0 {
+            continue;
+        }
+        let (status, d) = client.get(&format!("/v1/groups/{group}"));
+        assert_eq!(status, 200, "{group}: {d}");
+        let epoch = d["groupEpoch"].as_u64().expect("epoch");
+        let in_flight = u64::from(!exact);
+        assert!(
+            (a.epoch..=a.epoch + in_flight).contains(&epoch),
+            "{group}: epoch {epoch}, acknowledged {}",
+            a.epoch
+        );
+        let standbys = d["configs"]["numStandbyReplicas"].as_u64();
+        assert!(
+            standbys == a.standbys || (!exact && standbys == a.standbys_in_flight),
+            "{group}: {standbys:?} standbys, acknowledged {:?}",
+            a.standbys
+        );
+        if let Some((target_epoch, assignment)) = &a.target {
+            let (status, t) = client.get(&format!("/v1/groups/{group}/assignment"));
+            assert_eq!(status, 200, "{group}: {t}");
+            let now = t["targetAssignmentEpoch"].as_u64().expect("epoch");
+            assert!(
+                now >= *target_epoch,
+                "{group}: target {now} < acknowledged {target_epoch}"
+            );
+            if now == *target_epoch {
+                assert_eq!(
+                    &t["assignment"], assignment,
+                    "{group}: acknowledged target changed"
+                );
+            }
+        }
+    }
+}
+
+/// SIGKILLed three times mid-load (uploads, whole-group PUTs, config changes, triggers from
+/// four threads), the service restarts each time with every acknowledged upload, config and
+/// target, and at most the one unacknowledged step per group beyond them.
+#[test]
+fn sigkill_mid_load_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut all_uploads = Vec::new();
+    let mut steps = 0;
+    for round in 0..3 {
+        let (acked, uploads) = load(Process::start(dir.path()), round, Process::sigkill);
+        steps += acked.values().map(|a| a.epoch).sum::<u64>();
+        all_uploads.extend(uploads);
+        let process = Process::start(dir.path());
+        check(&process.client(), &acked, &all_uploads, false);
+        process.sigkill();
+    }
+    assert!(steps > 0, "the load made progress");
+    println!(
+        "service SIGKILL test: {} uploads and {steps} group epochs acknowledged",
+        all_uploads.len()
+    );
+}
+
+/// SIGTERM mid-load stops the service gracefully: requests in flight are answered, it exits
+/// 0, and a restart finds exactly what was acknowledged.
+#[test]
+fn graceful_stop_mid_load_keeps_everything_acknowledged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (acked, uploads) = load(Process::start(dir.path()), 0, Process::sigterm);
+    let process = Process::start(dir.path());
+    check(&process.client(), &acked, &uploads, true);
+    process.sigterm();
+}
