@@ -24,22 +24,23 @@ pub(crate) fn sha256_hex(token: &str) -> String {
 
 /// Tenants `a` and `b`, and `tiny` whose component limit every real component exceeds.
 pub(crate) fn config(data_dir: &Path) -> ServiceConfig {
-    ServiceConfig::load(
-        None,
-        &[
-            "group.streams.assignors=sticky,balanced".into(),
-            // Read by the invalid-output guest's configure: which rule to break.
-            "invalid=duplicate-active".into(),
-            format!("service.data.dir={}", data_dir.display()),
-            "service.tenants=a,b,tiny".into(),
-            format!("service.tenant.a.token.sha256={}", sha256_hex(TOKEN_A)),
-            format!("service.tenant.b.token.sha256={}", sha256_hex(TOKEN_B)),
-            format!("service.tenant.tiny.token.sha256={}", sha256_hex("tiny")),
-            "service.tenant.tiny.max.component.bytes=1000".into(),
-            format!("service.admin.token.sha256={}", sha256_hex(TOKEN_ADMIN)),
-        ],
-    )
-    .expect("valid service config")
+    ServiceConfig::load(None, &config_keys(data_dir)).expect("valid service config")
+}
+
+/// The keys of [`config`], e.g. for a service in another process.
+pub(crate) fn config_keys(data_dir: &Path) -> Vec<String> {
+    vec![
+        "group.streams.assignors=sticky,balanced".into(),
+        // Read by the invalid-output guest's configure: which rule to break.
+        "invalid=duplicate-active".into(),
+        format!("service.data.dir={}", data_dir.display()),
+        "service.tenants=a,b,tiny".into(),
+        format!("service.tenant.a.token.sha256={}", sha256_hex(TOKEN_A)),
+        format!("service.tenant.b.token.sha256={}", sha256_hex(TOKEN_B)),
+        format!("service.tenant.tiny.token.sha256={}", sha256_hex("tiny")),
+        "service.tenant.tiny.max.component.bytes=1000".into(),
+        format!("service.admin.token.sha256={}", sha256_hex(TOKEN_ADMIN)),
+    ]
 }
 
 /// A group document of `members` members (one per process, no racks or tags) and one
@@ -97,14 +98,7 @@ impl Server {
     }
 
     pub(crate) fn client(&self, token: &str) -> Client {
-        Client {
-            base: self.base.clone(),
-            token: token.to_owned(),
-            agent: ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .build()
-                .into(),
-        }
+        Client::new(&self.base, token)
     }
 }
 
@@ -140,6 +134,49 @@ impl Client {
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
         };
         (status, body)
+    }
+
+    /// A client of the service at `base` (`http://host:port`) presenting `token`.
+    pub(crate) fn new(base: &str, token: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            token: token.to_owned(),
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into(),
+        }
+    }
+
+    /// Like [`Client::put`], but `None` when no answer arrives (the service is gone).
+    pub(crate) fn try_put(&self, path: &str, body: &[u8]) -> Option<(u16, Value)> {
+        let r = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .send(body);
+        self.try_finish(r)
+    }
+
+    /// Like [`Client::post`], but `None` when no answer arrives (the service is gone).
+    pub(crate) fn try_post(&self, path: &str) -> Option<(u16, Value)> {
+        let r = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .send_empty();
+        self.try_finish(r)
+    }
+
+    fn try_finish(
+        &self,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Option<(u16, Value)> {
+        let mut response = response.ok()?;
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().ok()?;
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Some((status, body))
     }
 
     /// A GET answering plain text (e.g. `/metrics`).
