@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::thread;
 
+use assignor_runtime::client::{Client, ClientError};
 use assignor_runtime::json::AssignmentDoc;
 use assignor_runtime::service::Service;
 use assignor_runtime::service::config::{ServiceConfig, token_sha256};
@@ -412,4 +413,47 @@ fn bad_key_value_exits_2() {
     );
     assert_eq!(run.code, 2, "{run}");
     assert!(run.stderr.contains("nothing to change"), "{run}");
+}
+
+/// The library client types the service's answers and keeps their JSON; its errors carry the
+/// service's extra fields (the groups that hold an assignor) and tell 401 from a refusal.
+#[test]
+fn library_client_types_answers_and_errors() {
+    let server = Server::start();
+    let client = Client::new(&server.url, Some(TOKEN)).expect("valid URL");
+    let bytes = std::fs::read(guests::HASHMAP_USER).expect("the guest is built");
+    let upload = client.upload("hashmap-user", &bytes).expect("uploads");
+    assert_eq!(upload.body.checks.len(), 4);
+    assert_eq!(upload.json["sha256"], upload.body.sha256.as_str());
+    assert!(upload.body.trial.fuel.is_some_and(|f| f > 0));
+
+    let described = client.put_group("orders", GROUP_DOC).expect("group stored");
+    assert_eq!(described.body.members.len(), 3);
+    client
+        .set_group_config("orders", &[("streams.assignor.name", "hashmap-user")], &[])
+        .expect("selects the upload");
+    let target = client.assign("orders").expect("assigns");
+    assert_eq!(target.body.assignor, "hashmap-user");
+    assert_eq!(
+        client.assignment("orders").expect("committed").body,
+        target.body
+    );
+
+    match client.delete_assignor("hashmap-user") {
+        Err(ClientError::Refused {
+            status: 409,
+            code,
+            error,
+            ..
+        }) => {
+            assert_eq!(code, "ASSIGNOR_IN_USE");
+            assert_eq!(error["groups"], serde_json::json!(["orders"]));
+        }
+        other => panic!("expected a 409 refusal, got {other:?}"),
+    }
+    let stranger = Client::new(&server.url, Some("not-a-token")).expect("valid URL");
+    assert!(matches!(
+        stranger.list_assignors(),
+        Err(ClientError::Unauthorized { .. })
+    ));
 }
