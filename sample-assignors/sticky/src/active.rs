@@ -132,16 +132,16 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
 fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &[u32]) {
     let m = g.members();
     let subtopologies = g.subtopology_start.len();
+    let givers: Vec<usize> = (0..m).filter(|&r| prev[r] > target[r]).collect();
+    if givers.is_empty() {
+        return;
+    }
     let mut held: Vec<Vec<u32>> = vec![Vec::new(); m];
     for t in 0..g.tasks() as u32 {
         let o = owner[t as usize];
         if o != NONE && g.is_stateful(t) == stateful && prev[o as usize] > target[o as usize] {
             held[o as usize].push(t);
         }
-    }
-    let givers: Vec<usize> = (0..m).filter(|&r| prev[r] > target[r]).collect();
-    if givers.is_empty() {
-        return;
     }
     let size = |s: usize| g.subtopology_tasks(s).len() as u32;
     let (floor, fair) = (
@@ -318,6 +318,9 @@ impl Release {
 /// Unowned stateful tasks go to a member with local state for them (current standby or
 /// warm-up first, then reported offsets, highest first) while that member is below target.
 fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32]) {
+    if g.candidates.is_empty() {
+        return;
+    }
     for t in 0..g.tasks() as u32 {
         if owner[t as usize] != NONE || !g.is_stateful(t) {
             continue;
@@ -386,6 +389,11 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
         }
     }
     let spare = |r: usize, deficit: &[u32], have: &[u32]| deficit[r] + have[r];
+    // A member's preference packed into one integer, the larger the better: below the floor,
+    // then below the fair share, then room to spare.
+    let rank = |below_floor: bool, below_fair: bool, spare: u32| {
+        u64::from(below_floor) << 33 | u64::from(below_fair) << 32 | u64::from(spare)
+    };
     // How many ring members have each spare value, and the largest: a member below its floor
     // with that much to spare is as good as any, so the search can stop there.
     let mut needing: Vec<u32> = Vec::new();
@@ -425,21 +433,26 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             if owner[t as usize] != NONE {
                 continue;
             }
-            let top = (below_floor > 0, below_fair > 0, most as u32);
-            let (mut pos, mut best) = (at, None);
-            let mut look = at;
-            for _ in 0..LOOKAHEAD.min(n) {
-                let r = ring[look] as usize;
-                let rank = (count[r] < floor, count[r] < fair, spare(r, &deficit, &have));
-                if best.is_none_or(|b| rank > b) {
-                    (pos, best) = (look, Some(rank));
-                    if rank == top {
+            let top = rank(below_floor > 0, below_fair > 0, most as u32);
+            let of = |r: u32| {
+                let r = r as usize;
+                rank(count[r] < floor, count[r] < fair, spare(r, &deficit, &have))
+            };
+            let (mut pos, mut best) = (at, of(ring[at]));
+            if best != top {
+                let mut look = next[at];
+                for _ in 1..LOOKAHEAD.min(n) {
+                    if look == at {
                         break;
                     }
-                }
-                look = next[look];
-                if look == at {
-                    break;
+                    let k = of(ring[look]);
+                    if k > best {
+                        (pos, best) = (look, k);
+                        if k == top {
+                            break;
+                        }
+                    }
+                    look = next[look];
                 }
             }
             let r = ring[pos] as usize;

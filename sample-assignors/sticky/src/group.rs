@@ -216,6 +216,11 @@ impl Candidates {
         Self { start, members }
     }
 
+    /// Whether no task has any.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
     /// The candidates for dense task `t`, best first.
     pub fn of(&self, t: u32) -> &[u32] {
         &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]

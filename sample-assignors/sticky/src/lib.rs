@@ -123,18 +123,20 @@
 //! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
-//! miss (a handful in the cases measured); standbys take `O(T·R·C·(R + log P))` tree steps,
-//! plus `O(T·R)` per repair chain (none on the benchmark groups; a few where keeps get in
-//! the way). Without tags that is `O((T·R + E) log)` — near `O(T log T)`; dealing compares
-//! at most 32 members per task.
+//! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps (each
+//! skips at most the `R + 1` processes holding the task, plus one bitmap word per 64 empty
+//! tightness levels; `O(P)` when every process with room holds it, which without tags only
+//! kept standbys cause), plus `O(T·R)` per repair chain (none on the benchmark groups; a
+//! few where keeps get in the way). Without tags that is `O((T·R + E) log)` — near
+//! `O(T log T)`; dealing compares at most 32 members per task.
 //!
 //! # Layout
 //!
 //! - `group`: the input indexed into dense integers, with each task's ranked warm members.
 //! - `active`: targets, keep, release, warm state and dealing for active tasks.
 //! - `standby`: targets, keep, fill and repair for standby tasks, with tag coverage.
-//! - `queue`: member loads in per-process heaps under per-class tournament trees of
-//!   processes, tightest first: what the standby fill draws from.
+//! - `queue`: member loads in per-process heaps, processes in per-class buckets by
+//!   tightness: what the standby fill draws from.
 
 #![deny(missing_docs)]
 

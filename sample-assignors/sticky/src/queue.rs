@@ -1,27 +1,29 @@
 //! [`Loads`]: members' standby counts and loads, and the queue that finds where the next
-//! standby goes in O(log P) per step.
+//! standby goes in O(1) amortised per step.
 //!
 //! Two levels. Per process, its members in a binary min-heap by key (room below their
 //! standby target first, then the least loaded), so a process hands its standbys to the
 //! members that need them. Per tag class (processes with the same rack-aware tag values; a
-//! single class without tags), its processes in a flat tournament tree (every inner node holds
-//! the smaller key of its two children), ordered *tightest first*: a process with room whose
-//! room plus the tasks still to fill that it cannot take (active there, or a copy already
-//! there) is largest. That order is what makes the fill meet every target whenever the
+//! single class without tags), its processes with room in buckets by *tightness*: room plus
+//! the tasks still to fill that it cannot take (active there, or a copy already there). The
+//! tightest goes first; that order is what makes the fill meet every target whenever the
 //! per-process counts fit (see `standby`): a process whose room equals the tasks still able
-//! to use it must take every one of them, and it is always among the first tried. Both levels
-//! live in flat arrays updated in place, so a step allocates nothing.
+//! to use it must take every one of them, and it is always among the first tried.
+//!
+//! Tightness only ever falls (room is used up, blocked tasks are passed), so a process moves
+//! one bucket down per change and the search starts from a top that only moves down; a bitmap
+//! of non-empty buckets skips empty runs when the top processes all hold the task. Everything
+//! lives in flat arrays updated in place, so a step allocates nothing.
 
 /// A member's or process's place in the queue, packed so that smaller is better. Members: room
 /// below their standby target first, then the least loaded (actives plus standbys), then by
-/// rank. Processes: room first, then the tightest, then by index; without room, by their best
-/// member's load.
+/// rank. Processes: room first, then the tightest, then bucket order; without room, by their
+/// best member's load, then by index.
 type Key = u64;
 
 const NO_ROOM: Key = 1 << 63;
-/// Tightness and loads are stored below this, inverted for tightness (larger is better).
+/// Tightness is stored inverted below this (the tighter, the smaller the key).
 const FIELD: Key = (1 << 31) - 1;
-const LOW: Key = 0xffff_ffff;
 
 /// Standby counts and loads with the queue over them.
 pub(crate) struct Loads {
@@ -45,12 +47,73 @@ pub(crate) struct Loads {
     room: Vec<u32>,
     /// Per process: the tasks still to fill that it cannot take.
     blocked: Vec<u32>,
-    /// Per class: a tournament tree over its processes' keys; node 1 is the root, the leaves
-    /// start at half the length (a power of two), unused leaves hold `Key::MAX`.
-    trees: Vec<Vec<Key>>,
+    /// Per class: its buckets.
+    classes: Vec<Buckets>,
     class_of: Vec<u32>,
-    /// Per process: its leaf in its class's tree.
-    leaf: Vec<u32>,
+    /// Per process: the next and previous process in its bucket ([`NONE`] at the ends).
+    next: Vec<u32>,
+    prev: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// One class's processes with room, by tightness.
+struct Buckets {
+    /// Per tightness: the first process, or [`NONE`].
+    head: Vec<u32>,
+    /// One bit per tightness: whether its bucket has a process.
+    filled: Vec<u64>,
+    /// No bucket above this one has a process.
+    top: usize,
+    /// The class's processes, for the search among those without room.
+    processes: Vec<u32>,
+}
+
+impl Buckets {
+    #[inline]
+    fn unlink(&mut self, next: &mut [u32], prev: &mut [u32], p: u32, k: usize) {
+        let (n, q) = (next[p as usize], prev[p as usize]);
+        if q == NONE {
+            self.head[k] = n;
+            if n == NONE {
+                self.filled[k / 64] &= !(1 << (k % 64));
+            }
+        } else {
+            next[q as usize] = n;
+        }
+        if n != NONE {
+            prev[n as usize] = q;
+        }
+    }
+
+    #[inline]
+    fn link(&mut self, next: &mut [u32], prev: &mut [u32], p: u32, k: usize) {
+        let n = self.head[k];
+        next[p as usize] = n;
+        prev[p as usize] = NONE;
+        if n != NONE {
+            prev[n as usize] = p;
+        }
+        self.head[k] = p;
+        self.filled[k / 64] |= 1 << (k % 64);
+    }
+
+    /// The highest non-empty bucket at or below `k`.
+    #[inline]
+    fn below(&self, k: usize) -> Option<usize> {
+        let mut w = k / 64;
+        let mut bits = self.filled[w] & (u64::MAX >> (63 - k % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + 63 - bits.leading_zeros() as usize);
+            }
+            if w == 0 {
+                return None;
+            }
+            w -= 1;
+            bits = self.filled[w];
+        }
+    }
 }
 
 impl Loads {
@@ -74,12 +137,25 @@ impl Loads {
         for p in 0..processes {
             start[p + 1] += start[p];
         }
-        let mut per_class = vec![0u32; classes];
-        let leaf = class_of
+        let mut room = vec![0u32; processes];
+        for r in 0..m {
+            room[process[r] as usize] += target[r].saturating_sub(standbys[r]);
+        }
+        let mut tightest = vec![0usize; classes];
+        let mut of_class: Vec<Vec<u32>> = vec![Vec::new(); classes];
+        for p in 0..processes {
+            let c = class_of[p] as usize;
+            tightest[c] = tightest[c].max((room[p] + blocked[p]) as usize);
+            of_class[c].push(p as u32);
+        }
+        let classes = tightest
             .iter()
-            .map(|&c| {
-                per_class[c as usize] += 1;
-                per_class[c as usize] - 1
+            .zip(of_class)
+            .map(|(&k, processes)| Buckets {
+                head: vec![NONE; k + 1],
+                filled: vec![0; k / 64 + 1],
+                top: k,
+                processes,
             })
             .collect();
         let mut loads = Self {
@@ -90,95 +166,61 @@ impl Loads {
             at: vec![0; m],
             keys: vec![0; m],
             start,
-            room: vec![0; processes],
+            room,
             blocked,
-            trees: per_class
-                .iter()
-                .map(|&n| vec![Key::MAX; 2 * (n as usize).next_power_of_two()])
-                .collect(),
+            classes,
             process,
             class_of,
-            leaf,
+            next: vec![NONE; processes],
+            prev: vec![NONE; processes],
         };
         let mut next = loads.start.clone();
         for r in 0..m as u32 {
             loads.keys[r as usize] = loads.key(r);
             let p = loads.process[r as usize] as usize;
-            loads.room[p] += loads.target[r as usize].saturating_sub(loads.standbys[r as usize]);
             let i = next[p];
             next[p] += 1;
             loads.members[i as usize] = r;
             loads.at[r as usize] = i;
             loads.member_sift_up(p, i as usize);
         }
-        for p in 0..processes {
-            let c = loads.class_of[p] as usize;
-            let half = loads.trees[c].len() / 2;
-            loads.trees[c][half + loads.leaf[p] as usize] = loads.process_key(p);
-        }
-        for tree in &mut loads.trees {
-            for i in (1..tree.len() / 2).rev() {
-                tree[i] = tree[2 * i].min(tree[2 * i + 1]);
+        // Linked in reverse, so each bucket starts in process order.
+        for p in (0..processes as u32).rev() {
+            if loads.room[p as usize] > 0 {
+                let k = loads.tightness(p);
+                let c = loads.class_of[p as usize] as usize;
+                loads.classes[c].link(&mut loads.next, &mut loads.prev, p, k);
             }
         }
         loads
     }
 
     /// Whether member `r` is below its standby target.
+    #[inline]
     pub fn has_room(&self, r: u32) -> bool {
         self.standbys[r as usize] < self.target[r as usize]
     }
 
+    #[inline]
     fn key(&self, r: u32) -> Key {
         let room = if self.has_room(r) { 0 } else { NO_ROOM };
         room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
-    /// Process `p`'s key (see [`Key`]); `Key::MAX` for a process without members.
-    fn process_key(&self, p: usize) -> Key {
-        let (from, to) = (self.start[p], self.start[p + 1]);
-        if from == to {
-            return Key::MAX;
-        }
-        if self.room[p] > 0 {
-            let tight = Key::from(self.room[p] + self.blocked[p]).min(FIELD);
-            (FIELD - tight) << 32 | p as Key
-        } else {
-            let best = self.members[from as usize] as usize;
-            NO_ROOM | Key::from(self.load[best]).min(FIELD) << 32 | p as Key
-        }
+    #[inline]
+    fn tightness(&self, p: u32) -> usize {
+        (self.room[p as usize] + self.blocked[p as usize]) as usize
     }
 
-    /// Process `p`'s key changed: replay its leaf's matches up to the root.
-    fn update(&mut self, p: usize) {
-        let key = self.process_key(p);
-        let tree = &mut self.trees[self.class_of[p] as usize];
-        let mut i = tree.len() / 2 + self.leaf[p] as usize;
-        tree[i] = key;
-        while i > 1 {
-            let parent = i / 2;
-            let winner = tree[i].min(tree[i ^ 1]);
-            if tree[parent] == winner {
-                break;
-            }
-            tree[parent] = winner;
-            i = parent;
+    /// Process `p`'s tightness falls by one (or it runs out of room): one bucket down (or out).
+    #[inline]
+    fn lower(&mut self, p: u32) {
+        let k = self.tightness(p) + 1;
+        let buckets = &mut self.classes[self.class_of[p as usize] as usize];
+        buckets.unlink(&mut self.next, &mut self.prev, p, k);
+        if self.room[p as usize] > 0 {
+            buckets.link(&mut self.next, &mut self.prev, p, k - 1);
         }
-    }
-
-    /// Member `r`'s key changed: move it in its process's heap, and its process in the tree.
-    fn push(&mut self, r: u32) {
-        let p = self.process[r as usize] as usize;
-        let old = self.keys[r as usize];
-        let key = self.key(r);
-        self.keys[r as usize] = key;
-        let i = self.at[r as usize] as usize;
-        if key < old {
-            self.member_sift_up(p, i);
-        } else {
-            self.member_sift_down(p, i);
-        }
-        self.update(p);
     }
 
     /// Moves the member at index `i` of `members` up to its place in process `p`'s heap.
@@ -234,48 +276,65 @@ impl Loads {
     }
 
     /// Member `r` took one more standby.
+    #[inline]
     pub fn add(&mut self, r: u32) {
-        let p = self.process[r as usize] as usize;
-        self.room[p] -= u32::from(self.has_room(r));
+        let p = self.process[r as usize];
+        let had_room = self.has_room(r);
         self.standbys[r as usize] += 1;
         self.load[r as usize] += 1;
-        self.push(r);
+        self.keys[r as usize] = self.key(r);
+        self.member_sift_down(p as usize, self.at[r as usize] as usize);
+        if had_room {
+            self.room[p as usize] -= 1;
+            self.lower(p);
+        }
     }
 
     /// A task process `p` could not take has been filled: one fewer blocked task.
+    #[inline]
     pub fn pass(&mut self, p: u32) {
         self.blocked[p as usize] -= 1;
         if self.room[p as usize] > 0 {
-            self.update(p as usize);
+            self.lower(p);
         }
     }
 
     /// The number of tag classes.
     pub fn classes(&self) -> usize {
-        self.trees.len()
+        self.classes.len()
     }
 
-    /// The best process of `class` for which `holds` is false, as its key and best member.
-    /// The tree is searched from the root; a subtree is entered only when its winner is a
-    /// process holding the task, so the search costs a few paths per holding process.
-    pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
-        let tree = &self.trees[class];
-        let key = best_in(tree, 1, &holds);
-        (key != Key::MAX).then(|| {
-            let p = (key & LOW) as usize;
-            (key, self.members[self.start[p] as usize])
-        })
+    /// The best process of `class` for which `holds` is false, as its key and best member:
+    /// the tightest with room, else (all with room hold the task) the one whose best member
+    /// is least loaded.
+    pub fn best(&mut self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
+        let buckets = &mut self.classes[class];
+        let mut k = buckets.below(buckets.top);
+        if let Some(top) = k {
+            buckets.top = top;
+        }
+        let first = |p: u32| self.members[self.start[p as usize] as usize];
+        while let Some(at) = k {
+            let mut p = buckets.head[at];
+            while p != NONE {
+                if !holds(p) {
+                    return Some(((FIELD - at as Key) << 32 | Key::from(p), first(p)));
+                }
+                p = self.next[p as usize];
+            }
+            k = at.checked_sub(1).and_then(|k| buckets.below(k));
+        }
+        buckets
+            .processes
+            .iter()
+            .filter(|&&p| self.start[p as usize] < self.start[p as usize + 1] && !holds(p))
+            .map(|&p| {
+                let r = first(p);
+                (
+                    NO_ROOM | Key::from(self.load[r as usize]) << 32 | Key::from(p),
+                    r,
+                )
+            })
+            .min()
     }
-}
-
-/// The smallest key under node `i` of `tree` whose process `holds` rejects.
-fn best_in(tree: &[Key], i: usize, holds: &impl Fn(u32) -> bool) -> Key {
-    let key = tree[i];
-    if key == Key::MAX || !holds((key & LOW) as u32) {
-        return key;
-    }
-    if i >= tree.len() / 2 {
-        return Key::MAX;
-    }
-    best_in(tree, 2 * i, holds).min(best_in(tree, 2 * i + 1, holds))
 }

@@ -153,6 +153,10 @@ fn keep(
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
     let mut standbys = vec![0u32; m];
+    // A cold start: nothing to keep.
+    if previous.candidates.is_empty() && previous.owner.iter().all(|&o| o == NONE) {
+        return (slots, standbys);
+    }
     let mut candidates: Vec<u32> = Vec::new();
     for &t in stateful {
         let slot = &mut slots[t as usize * per_task..][..per_task];
