@@ -31,6 +31,8 @@
 //! - `cache`: compiled components by content hash, in memory and on disk.
 //! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
 //! - [`json`]: the JSON input/output contract.
+//! - [`check`]: what `assignor check` runs — the SDK harness's suite and random groups
+//!   against an assignor in production limits, as a [`check::CheckReport`].
 //! - [`capture`]: captures of failed calls (the SDK's file format) for `assignor replay`.
 //! - [`config`]: the broker's static configuration (`server.properties` keys, overrides).
 //! - `registry`: [`Registry`] — `group.streams.assignors` resolved at startup, fail-fast.
@@ -51,6 +53,7 @@ mod boundary;
 mod builtin;
 mod cache;
 pub mod capture;
+pub mod check;
 pub mod client;
 mod component;
 pub mod config;

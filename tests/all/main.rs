@@ -2,6 +2,7 @@
 //! per topic, all against real components built from `tests/guests/` and
 //! `sample-assignors/` by the build script.
 
+mod check;
 mod client;
 mod common;
 mod coordinator;

@@ -16,11 +16,13 @@ use assignor_runtime::service::config::{self as service_config, ServiceConfig};
 use assignor_runtime::{
     Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime,
-    builtin, json,
+    TaskAssignorError, builtin, json,
 };
 use clap::{Args, Parser, Subcommand};
 
+mod check;
 mod remote;
+mod replay;
 mod report;
 
 use report::report;
@@ -50,6 +52,12 @@ enum Command {
     /// Build the assignor registry from a broker config exactly as startup does (every
     /// component loaded and configured) and list it; exit 2 naming the first bad entry.
     Registry(BrokerArgs),
+    /// Run the standard scenario suite and random groups against an assignor inside
+    /// production limits: usage per case beside the limits, pass/fail per rule, a verdict.
+    Check(check::CheckArgs),
+    /// Rerun a captured call (a `.capture` file written when a call failed) and say whether
+    /// it fails the same way, with the same fuel.
+    Replay(replay::ReplayArgs),
     /// Run the assignor service (HTTP API). Without --config: an embedded demo with a `demo`
     /// tenant (token `demo-token`), the `sticky` and `balanced` built-ins, data in
     /// ./assignor-data, listening on 127.0.0.1:7878.
@@ -95,7 +103,30 @@ struct AssignArgs {
     #[arg(long = "config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     config: Vec<(String, String)>,
     #[command(flatten)]
+    capture: CaptureArgs,
+    #[command(flatten)]
     limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct CaptureArgs {
+    /// Where captures of failed calls are written (for `assignor replay`).
+    #[arg(
+        long,
+        default_value = "assignor-captures",
+        conflicts_with = "no_capture"
+    )]
+    capture_dir: PathBuf,
+    /// Do not write captures of failed calls.
+    #[arg(long)]
+    no_capture: bool,
+}
+
+impl CaptureArgs {
+    /// The directory captures go to, unless turned off.
+    fn dir(self) -> Option<PathBuf> {
+        (!self.no_capture).then_some(self.capture_dir)
+    }
 }
 
 #[derive(Args)]
@@ -159,6 +190,8 @@ fn main() -> ExitCode {
         Command::Assign(args) => assign(args),
         Command::Demo(limits) => demo(limits),
         Command::Registry(args) => registry(args),
+        Command::Check(args) => check::check(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Serve(args) => serve(args),
         Command::Remote(command) => remote::run(command),
     };
@@ -190,21 +223,29 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
     let runtime = Runtime::new(limits.clone())?;
     let config: BTreeMap<String, String> = args.config.into_iter().collect();
-    let assignor = if args.assignor.ends_with(".wasm") {
-        runtime
-            .load_file(&args.assignor, &config)
-            .map(|c| Assignor::Component(c.into()))
-    } else {
-        if builtin(&args.assignor).is_none() {
-            anyhow::bail!(
-                "no built-in assignor named {:?} (built-ins: {}); a component file must end in .wasm",
-                args.assignor,
-                BUILTIN_NAMES.join(", ")
-            );
-        }
-        Assignor::builtin(&args.assignor, &config)
-    };
-    let result = assignor.and_then(|a| a.assign(&group, &topology));
+    if !args.assignor.ends_with(".wasm") && builtin(&args.assignor).is_none() {
+        anyhow::bail!(
+            "no built-in assignor named {:?} (built-ins: {}); a component file must end in .wasm",
+            args.assignor,
+            BUILTIN_NAMES.join(", ")
+        );
+    }
+    let assignor = resolve_assignor(&runtime, &args.assignor, &config);
+    let capture_dir = args.capture.dir();
+    let result = assignor.and_then(|a| {
+        a.assign(&group, &topology).inspect_err(|e| {
+            let Some(dir) = &capture_dir else {
+                return;
+            };
+            match replay::save_failure(dir, &a, &group, &topology, e) {
+                Ok(path) => eprintln!(
+                    "captured the call in {0}; rerun it with `assignor replay {0}`",
+                    path.display()
+                ),
+                Err(e) => eprintln!("warning: {e:#}"),
+            }
+        })
+    });
     let mut stdout = std::io::stdout().lock();
     match result {
         Ok((assignment, usage)) => {
@@ -228,6 +269,22 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: {e}");
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// A built-in by name, or a component file (a name ending in `.wasm`), configured with
+/// `config`; an unknown built-in or a component that fails to load is a `load` error.
+fn resolve_assignor(
+    runtime: &Runtime,
+    name: &str,
+    config: &BTreeMap<String, String>,
+) -> Result<Assignor, TaskAssignorError> {
+    if name.ends_with(".wasm") {
+        runtime
+            .load_file(name, config)
+            .map(|c| Assignor::Component(c.into()))
+    } else {
+        Assignor::builtin(name, config)
     }
 }
 
