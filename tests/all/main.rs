@@ -11,6 +11,7 @@ mod harness;
 mod hostile;
 mod invalid_output;
 mod load;
+mod rack_aware;
 mod registry;
 mod service;
 mod service_limits;

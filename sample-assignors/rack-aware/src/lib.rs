@@ -494,15 +494,20 @@ mod tests {
             "invalid value \"MIN\" for rack.aware.assignment.strategy: expected one of none, \
              min_traffic, balance_subtopology"
         );
-        for v in ["-1", "ten", "1000001"] {
-            let e = configured(&[("rack.aware.assignment.non_overlap_cost", v)]).expect_err(v);
-            assert_eq!(
-                e,
-                format!(
-                    "invalid value \"{v}\" for rack.aware.assignment.non_overlap_cost: \
-                     expected an integer from 0 to 1000000"
-                )
-            );
+        let keys = [
+            "rack.aware.assignment.traffic_cost",
+            "rack.aware.assignment.non_overlap_cost",
+        ];
+        for key in keys {
+            for v in ["-1", "ten", "1000001", ""] {
+                let e = configured(&[(key, v)]).expect_err(v);
+                assert_eq!(
+                    e,
+                    format!(
+                        "invalid value \"{v}\" for {key}: expected an integer from 0 to 1000000"
+                    )
+                );
+            }
         }
     }
 }

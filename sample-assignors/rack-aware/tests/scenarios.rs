@@ -3,7 +3,7 @@
 
 mod common;
 
-use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, TaskId, Topology};
+use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 use common::*;
 use rack_aware_assignor::{Decision, RackAwareAssignor, Strategy};
 use sticky_assignor::StickyAssignor;
@@ -146,14 +146,20 @@ fn missing_rack_information_falls_back() {
     );
 }
 
-/// The model cost of `a`'s actives: traffic per cross-rack partition plus non-overlap per
-/// task off its sticky owner.
-fn model_cost(group: &GroupSpec, topology: &Topology, sticky: &[usize], owner: &[usize]) -> u64 {
-    let tasks: Vec<TaskId> = topology.tasks().collect();
-    tasks
-        .iter()
+/// The model cost of the actives `owner` (per task in topology order, its member) under
+/// `a`'s costs: traffic per cross-rack partition plus non-overlap per task off its sticky
+/// owner.
+fn model_cost(
+    a: &RackAwareAssignor,
+    group: &GroupSpec,
+    topology: &Topology,
+    sticky: &[usize],
+    owner: &[usize],
+) -> u64 {
+    topology
+        .tasks()
         .enumerate()
-        .map(|(i, &t)| {
+        .map(|(i, t)| {
             let rack = group.members[owner[i]].rack_id.as_deref().unwrap();
             let s = &topology.subtopologies[t.subtopology as usize];
             let missing = s
@@ -162,7 +168,8 @@ fn model_cost(group: &GroupSpec, topology: &Topology, sticky: &[usize], owner: &
                 .filter_map(|topic| topic.partition_racks.get(t.partition as usize))
                 .filter(|replicas| !replicas.iter().any(|&r| topology.racks[r as usize] == rack))
                 .count() as u64;
-            10 * missing + u64::from(owner[i] != sticky[i])
+            u64::from(a.traffic_cost) * missing
+                + u64::from(a.non_overlap_cost) * u64::from(owner[i] != sticky[i])
         })
         .sum()
 }
@@ -180,40 +187,49 @@ fn owners(topology: &Topology, a: &GroupAssignment) -> Vec<usize> {
         .collect()
 }
 
-/// The cheapest assignment of tasks `i..` with `left[m]` more tasks for member `m`.
+/// The cheapest model cost over every way to give the tasks after `owner` members, with
+/// `left[kind][m]` more tasks of that kind (1 stateful, 0 stateless) for member `m`.
 fn brute(
-    group: &GroupSpec,
-    topology: &Topology,
+    a: &RackAwareAssignor,
+    (group, topology): (&GroupSpec, &Topology),
     sticky: &[usize],
     owner: &mut Vec<usize>,
-    left: &mut [usize],
+    left: &mut [Vec<usize>; 2],
 ) -> u64 {
-    if owner.len() == sticky.len() {
-        return model_cost(group, topology, sticky, owner);
-    }
+    let Some(task) = topology.tasks().nth(owner.len()) else {
+        return model_cost(a, group, topology, sticky, owner);
+    };
+    let kind = usize::from(topology.subtopology(task).unwrap().is_stateful);
     let mut best = u64::MAX;
-    for m in 0..left.len() {
-        if left[m] > 0 {
-            left[m] -= 1;
+    for m in 0..group.members.len() {
+        if left[kind][m] > 0 {
+            left[kind][m] -= 1;
             owner.push(m);
-            best = best.min(brute(group, topology, sticky, owner, left));
+            best = best.min(brute(a, (group, topology), sticky, owner, left));
             owner.pop();
-            left[m] += 1;
+            left[kind][m] += 1;
         }
     }
     best
 }
 
-/// On 200 random small groups (≤ 8 tasks of one kind, ≤ 4 members, 2–3 racks, random
-/// replica racks), the result costs exactly the minimum over every assignment giving each
-/// member sticky's count.
+/// On 300 random small groups (≤ 8 tasks, stateful and stateless mixed, ≤ 4 members, 2–3
+/// racks, random replica racks, random traffic and non-overlap costs, zero included), the
+/// result costs exactly the minimum over every assignment giving each member sticky's
+/// stateful and stateless counts.
 #[test]
 fn optimal_against_brute_force() {
     let mut rng = Rng(7);
-    for _ in 0..200 {
+    for _ in 0..300 {
         let racks = 2 + rng.below(2);
-        let subs: Vec<(u32, bool)> = (0..1 + rng.below(2))
-            .map(|_| (1 + rng.below(4) as u32, true))
+        let mut budget = 8;
+        let subs: Vec<(u32, bool)> = (0..1 + rng.below(3))
+            .map(|_| {
+                let n = (1 + rng.below(4)).min(budget);
+                budget -= n;
+                (n as u32, rng.chance(50))
+            })
+            .filter(|&(n, _)| n > 0)
             .collect();
         let topics = 1 + rng.below(2);
         let topology = topology(&subs, topics, racks, |_, _, _| {
@@ -236,12 +252,26 @@ fn optimal_against_brute_force() {
             }
             g
         };
+        let a = RackAwareAssignor {
+            traffic_cost: rng.below(21) as u32,
+            non_overlap_cost: rng.below(6) as u32,
+            ..RackAwareAssignor::default()
+        };
         let sticky = StickyAssignor.assign(&group, &topology).unwrap();
-        let out = run(&RackAwareAssignor::default(), &group, &topology);
+        let out = run(&a, &group, &topology);
         let s = owners(&topology, &sticky);
-        let mut left: Vec<usize> = actives(&sticky);
-        let best = brute(&group, &topology, &s, &mut Vec::new(), &mut left);
-        let got = model_cost(&group, &topology, &s, &owners(&topology, &out.assignment));
-        assert_eq!(got, best, "{group:?} {topology:?}");
+        let mut left = [
+            actives_of(&sticky, &topology, false),
+            actives_of(&sticky, &topology, true),
+        ];
+        let best = brute(&a, (&group, &topology), &s, &mut Vec::new(), &mut left);
+        let got = model_cost(
+            &a,
+            &group,
+            &topology,
+            &s,
+            &owners(&topology, &out.assignment),
+        );
+        assert_eq!(got, best, "{a:?} {group:?} {topology:?}");
     }
 }
