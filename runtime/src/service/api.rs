@@ -39,7 +39,8 @@ use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
-    ConfigOp, GroupDescription, NUM_STANDBY_REPLICAS, RACK_AWARE_ASSIGNMENT_TAGS, TargetAssignment,
+    AssignmentJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS,
+    RACK_AWARE_ASSIGNMENT_TAGS, TargetAssignment,
 };
 use crate::json::{AssignmentDoc, MemberAssignmentDoc, parse_input};
 use assignor_sdk::{TaskSet, Topology};
@@ -430,15 +431,24 @@ async fn put_group(
     .await
 }
 
-/// The trigger: plans under the tenant's lock, runs the assignor without it (holding one of
-/// the tenant's slots, in an `assignment` span), then commits under the lock again.
+/// What a trigger found when it planned.
+enum Planned {
+    /// The target is behind: this computation must run.
+    Run(AssignmentJob),
+    /// The target is current: the answer.
+    Current(Json<Value>),
+}
+
+/// The trigger: plans under the tenant's lock, then (holding one of the tenant's slots, in an
+/// `assignment` span) runs the assignor without the lock, commits under it and answers: two
+/// trips to the blocking pool, since each costs a few context switches.
 async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let g = group.clone();
-    let job = blocking(&t, move |t| {
+    let planned = blocking(&t, move |t| {
         let state = t.state();
         let c = &state.coordinator;
         if c.topology(&g).is_none() {
@@ -449,53 +459,59 @@ async fn assign(
                 format!("group `{g}` has no topology yet; PUT /v1/groups/{g} with the group document first"),
             ));
         }
-        Ok(c.plan(&g)?)
+        Ok(match c.plan(&g)? {
+            Some(job) => Planned::Run(job),
+            None => Planned::Current(target_answer(t, c, &g)?),
+        })
     })
     .await?;
-    if let Some(job) = job {
-        let assignor = job.assignor_name().to_owned();
-        let span = tracing::info_span!(
-            "assignment",
-            tenant = %t.name,
-            group = %group,
-            assignor = %assignor,
-            fuel = Empty,
-            duration_us = Empty,
-            outcome = Empty,
-        );
-        let permit = permit(&t.settings()).instrument(span.clone()).await?;
-        let run_span = span.clone();
+    let job = match planned {
+        Planned::Run(job) => job,
+        Planned::Current(answer) => return Ok(answer),
+    };
+    let assignor = job.assignor_name().to_owned();
+    let span = tracing::info_span!(
+        "assignment",
+        tenant = %t.name,
+        group = %group,
+        assignor = %assignor,
+        fuel = Empty,
+        duration_us = Empty,
+        outcome = Empty,
+    );
+    let permit = permit(&t.settings()).instrument(span.clone()).await?;
+    let (duration, outcome, answer) = blocking(&t, move |t| {
+        let _permit = permit;
         // The call itself runs without the tenant's lock: describe, configs and other
         // groups' assignments go on meanwhile.
-        let (done, duration) = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let start = Instant::now();
-            let done = run_span.in_scope(|| job.run());
-            (done, start.elapsed())
-        })
-        .await
-        .map_err(|e| ApiError::internal(format!("the assignment's worker failed: {e}")))?;
+        let start = Instant::now();
+        let done = job.run();
+        let duration = start.elapsed();
         let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
-        s.metrics.assignment(&t.name, &assignor, duration, outcome);
-        span.record("duration_us", micros(duration));
-        match outcome {
-            Ok(fuel) => {
-                span.record("outcome", "ok");
-                if let Some(fuel) = fuel {
-                    span.record("fuel", fuel);
-                }
-            }
-            Err(kind) => {
-                span.record("outcome", kind.as_str());
+        let mut state = t.state();
+        let answer = match state.coordinator.commit(done) {
+            Ok(()) => target_answer(t, &state.coordinator, &group),
+            Err(e) => Err(e.into()),
+        };
+        Ok((duration, outcome, answer))
+    })
+    .instrument(span.clone())
+    .await?;
+    s.metrics.assignment(&t.name, &assignor, duration, outcome);
+    span.record("duration_us", micros(duration));
+    match outcome {
+        Ok(fuel) => {
+            span.record("outcome", "ok");
+            if let Some(fuel) = fuel {
+                span.record("fuel", fuel);
             }
         }
-        let result = blocking(&t, move |t| Ok(t.state().coordinator.commit(done)?))
-            .instrument(span.clone())
-            .await;
-        tracing::info!(parent: &span, committed = result.is_ok(), "assignment");
-        result?;
+        Err(kind) => {
+            span.record("outcome", kind.as_str());
+        }
     }
-    get_target(&t, group).await
+    tracing::info!(parent: &span, committed = answer.is_ok(), "assignment");
+    answer
 }
 
 async fn get_assignment(
@@ -506,22 +522,23 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Json<Value>, ApiError> {
-    blocking(t, move |t| {
-        let state = t.state();
-        let c = &state.coordinator;
-        c.describe(&group)?;
-        match (c.target(&group), c.topology(&group)) {
-            (Some(target), Some(topology)) => {
-                Ok(Json(target_json(target, topology, &t.settings())))
-            }
-            _ => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "RESOURCE_NOT_FOUND",
-                format!("group `{group}` has no target assignment yet; POST /v1/groups/{group}/assign computes one"),
-            )),
-        }
-    })
-    .await
+    blocking(t, move |t| target_answer(t, &t.state().coordinator, &group)).await
+}
+
+/// The group's committed target, as answered by the trigger and `GET …/assignment`.
+fn target_answer(t: &Tenant, c: &Coordinator, group: &str) -> Result<Json<Value>, ApiError> {
+    c.describe(group)?;
+    match (c.target(group), c.topology(group)) {
+        (Some(target), Some(topology)) => Ok(Json(target_json(target, topology, &t.settings()))),
+        _ => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "RESOURCE_NOT_FOUND",
+            format!(
+                "group `{group}` has no target assignment yet; POST /v1/groups/{group}/assign \
+                 computes one"
+            ),
+        )),
+    }
 }
 
 async fn describe(

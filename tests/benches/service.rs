@@ -1,0 +1,229 @@
+//! Load benchmark of `assignor serve` on loopback: assignments per second of small groups
+//! (the standard `10 5 4 32` group, one standby: 10 members, 128 tasks) by the sandboxed
+//! sticky assignor, uploaded by a tenant, with 1 and several concurrent clients.
+//!
+//! Each assignment is one `POST /v1/groups/{g}/assign` that computes a new target (every
+//! group is triggered once, so nothing is answered from a current target) and commits it
+//! durably before answering. The groups are created beforehand, untimed. The tenant may run
+//! as many assignments at once as the machine has cores.
+//!
+//! `sticky` is the built-in's name, which an upload may not take, so the bench uploads the
+//! sandboxed sticky component with its name bytes changed to `stickw` (same length, nothing
+//! else changes; the algorithm is the same code).
+//!
+//! `cargo bench -p assignor-tests --bench service [-- ASSIGNMENTS_PER_PHASE CLIENTS…]`
+//! (defaults: 3000 assignments per phase, clients 1, 4 and 16). The data directory is a
+//! temporary directory under `ASSIGNOR_BENCH_DIR` if set (e.g. `/dev/shm`, where `fsync`
+//! costs nothing, to see the service without its disk), else under the system's.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Instant;
+
+use assignor_runtime::service::Service;
+use assignor_runtime::service::config::{ServiceConfig, token_sha256};
+use assignor_tests::guests;
+use serde_json::Value;
+
+const TOKEN: &str = "bench-token";
+const NAME: &str = "stickw";
+
+fn sha256_hex(token: &str) -> String {
+    token_sha256(token)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `gen.py 10 5 4 32 1 7`, the project's small benchmark group, as the input JSON.
+fn small_group() -> String {
+    let script = std::env::var_os("ASSIGNOR_BENCH_GEN").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/bench/gen.py"
+            ))
+        },
+        PathBuf::from,
+    );
+    let output = Command::new("python3")
+        .arg(&script)
+        .args(["10", "5", "4", "32", "1", "7"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
+    assert!(output.status.success(), "gen.py failed");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// The sandboxed sticky component, named `stickw`.
+fn renamed_sticky() -> Vec<u8> {
+    let mut bytes = std::fs::read(guests::STICKY).expect("the sticky component is built");
+    let (from, to) = (b"sticky", NAME.as_bytes());
+    let mut i = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    bytes
+}
+
+struct Client {
+    base: String,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    fn new(base: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into(),
+        }
+    }
+
+    fn send(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {TOKEN}");
+        let response = match method {
+            "PUT" => self.agent.put(url).header("Authorization", auth).send(body),
+            _ => self
+                .agent
+                .post(url)
+                .header("Authorization", auth)
+                .send_empty(),
+        };
+        let mut response = response.expect("the service answers");
+        let status = response.status().as_u16();
+        (
+            status,
+            response.body_mut().read_to_string().expect("a body"),
+        )
+    }
+}
+
+/// Runs `work(client, i)` for `i` in `0..n` on `threads` threads, each taking the next `i`.
+fn parallel(base: &str, threads: usize, n: usize, work: impl Fn(&Client, usize) + Sync) {
+    let next = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let client = Client::new(base);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    work(&client, i);
+                }
+            });
+        }
+    });
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let per_phase = args.first().copied().unwrap_or(3000);
+    let phases: Vec<usize> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else {
+        vec![1, 4, 16]
+    };
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    let dir = match std::env::var_os("ASSIGNOR_BENCH_DIR") {
+        Some(parent) => tempfile::tempdir_in(parent),
+        None => tempfile::tempdir(),
+    }
+    .expect("a temporary data directory");
+    let config = ServiceConfig::load(
+        None,
+        &[
+            "group.streams.assignors=sticky".into(),
+            format!("service.data.dir={}", dir.path().display()),
+            "service.tenants=bench".into(),
+            format!("service.tenant.bench.token.sha256={}", sha256_hex(TOKEN)),
+            format!("service.tenant.bench.max.concurrent.assignments={cores}"),
+        ],
+    )
+    .expect("valid config");
+    let service = Service::open(&config).expect("the service opens");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    thread::spawn(move || service.run(listener));
+
+    let setup = Client::new(&base);
+    let (status, report) = setup.send("PUT", &format!("/v1/assignors/{NAME}"), &renamed_sticky());
+    assert_eq!(status, 201, "upload: {report}");
+    let report: Value = serde_json::from_str(&report).expect("JSON");
+    println!(
+        "service load bench: {cores} cores, sandboxed sticky ({NAME}) trial fuel {}, group gen.py \
+         10 5 4 32 1 7, data in {}",
+        report["trial"]["fuel"],
+        dir.path().display()
+    );
+    let doc = small_group();
+    let config_body = format!(r#"{{"set": {{"streams.assignor.name": "{NAME}"}}}}"#);
+    for (phase, &clients) in phases.iter().enumerate() {
+        let group = |i: usize| format!("p{phase}-g{i}");
+        let start = Instant::now();
+        parallel(&base, 16, per_phase, |c, i| {
+            let g = group(i);
+            assert_eq!(
+                c.send("PUT", &format!("/v1/groups/{g}"), doc.as_bytes()).0,
+                200
+            );
+            let (status, body) = c.send(
+                "PUT",
+                &format!("/v1/groups/{g}/config"),
+                config_body.as_bytes(),
+            );
+            assert_eq!(status, 200, "{body}");
+        });
+        let setup_time = start.elapsed();
+        let load_before = load_average();
+        let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(per_phase)));
+        let start = Instant::now();
+        parallel(&base, clients, per_phase, |c, i| {
+            let t = Instant::now();
+            let (status, body) = c.send("POST", &format!("/v1/groups/{}/assign", group(i)), b"");
+            let took = t.elapsed();
+            assert_eq!(status, 200, "{body}");
+            assert!(body.contains(&format!("\"assignor\":\"{NAME}\"")), "{body}");
+            latencies.lock().expect("lock").push(took);
+        });
+        let elapsed = start.elapsed();
+        let mut latencies = latencies.lock().expect("lock").clone();
+        latencies.sort();
+        let q = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
+        println!(
+            "{clients:>3} client(s): {per_phase} assignments in {:.2} s = {:>6.0}/s; latency p50 \
+             {:?} p99 {:?} max {:?}; load average before {load_before}, after {} (setup of \
+             {per_phase} groups: {:.1} s)",
+            elapsed.as_secs_f64(),
+            per_phase as f64 / elapsed.as_secs_f64(),
+            q(0.5),
+            q(0.99),
+            latencies[latencies.len() - 1],
+            load_average(),
+            setup_time.as_secs_f64(),
+        );
+    }
+    drop(dir);
+}
