@@ -115,19 +115,13 @@ fn solve(
     let racks = input.racks;
     let r = racks.count;
     let home = |t: u32| racks.member_rack[input.owner[t as usize] as usize];
+    let class = |t: u32| (home(t), racks.profile[t as usize]);
     let mut sorted = tasks.to_vec();
-    sorted.sort_by(|&a, &b| {
-        (home(a), racks.row(a as usize), a).cmp(&(home(b), racks.row(b as usize), b))
-    });
+    sorted.sort_unstable_by_key(|&t| (class(t), t));
     let mut classes: Vec<(usize, usize)> = Vec::new();
     for (i, &t) in sorted.iter().enumerate() {
         match classes.last_mut() {
-            Some((start, end))
-                if home(sorted[*start]) == home(t)
-                    && racks.row(sorted[*start] as usize) == racks.row(t as usize) =>
-            {
-                *end = i + 1;
-            }
+            Some((start, end)) if class(sorted[*start]) == class(t) => *end = i + 1,
             _ => classes.push((i, i + 1)),
         }
     }

@@ -88,8 +88,8 @@
 //! # Complexity
 //!
 //! With `T` tasks, `M` members, `R` racks and `C ≤ T` task classes (at most `R` times the
-//! distinct cross-rack profiles; a handful in practice): indexing `O(T·R)`, sorting tasks
-//! into classes `O(T log T · R)`, the flow `O(A · C·R log C)` for `A` augmenting paths (each
+//! distinct cross-rack profiles; a handful in practice): indexing `O(T·R)` (profiles
+//! interned by hash, ranked once), sorting tasks into classes `O(T log T)`, the flow `O(A · C·R log C)` for `A` augmenting paths (each
 //! saturates a class or rack edge), dealing `O(T + M)`. The sticky pass runs again when
 //! actives move and once per standby swap round. A swap pass over `S` standbys is
 //! `O(S·R²)` to index plus `O(S·R·80)` partner checks (it looks at 64 standbys of the target
@@ -103,7 +103,8 @@
 //! # Layout
 //!
 //! - `flow`: the min-cost-flow solver (successive shortest paths with potentials).
-//! - `racks`: member racks and per-task cross-rack partition counts, or why they are missing.
+//! - `racks`: member racks, per-task cross-rack partition counts and their profiles, or why
+//!   they are missing.
 //! - `active`: the rack-level flow for actives, subtopology quotas, and dealing within racks.
 //! - `standby`: pairwise standby swaps.
 
@@ -274,9 +275,9 @@ impl RackAwareAssignor {
                 break;
             }
             let mut standbys = vec![Vec::new(); group.members.len()];
-            for (t, h) in holders.iter().enumerate() {
-                for &m in h {
-                    standbys[m as usize].push(dense.tasks[t]);
+            for (t, &task) in dense.tasks.iter().enumerate() {
+                for &m in holders.of(t) {
+                    standbys[m as usize].push(task);
                 }
             }
             for (m, s) in assignment.members.iter_mut().zip(standbys) {
@@ -296,8 +297,8 @@ impl RackAwareAssignor {
                 break;
             }
         }
-        let standby_after = dense.standby_cost(&racks, &dense.holders(&assignment));
-        let standby_sticky = dense.standby_cost(&racks, &dense.holders(&sticky));
+        let standby_after = dense.standby_cost(&racks, &assignment);
+        let standby_sticky = dense.standby_cost(&racks, &sticky);
         Ok(Outcome {
             active_cross_rack: (
                 dense.active_cost(&racks, &owner),
@@ -402,15 +403,27 @@ impl Dense {
         owner
     }
 
-    /// Per dense task, the members holding it as standby.
-    fn holders(&self, a: &GroupAssignment) -> Vec<Vec<u32>> {
-        let mut holders = vec![Vec::new(); self.tasks.len()];
-        for (m, ma) in (0u32..).zip(&a.members) {
+    /// Per dense task, the members holding it as standby, in member order.
+    fn holders(&self, a: &GroupAssignment) -> Holders {
+        let mut start = vec![0u32; self.tasks.len() + 1];
+        for ma in &a.members {
             for &t in &ma.standby_tasks {
-                holders[self.index(t)].push(m);
+                start[self.index(t) + 1] += 1;
             }
         }
-        holders
+        for t in 0..self.tasks.len() {
+            start[t + 1] += start[t];
+        }
+        let mut next = start.clone();
+        let mut members = vec![0u32; start[self.tasks.len()] as usize];
+        for (m, ma) in (0u32..).zip(&a.members) {
+            for &t in &ma.standby_tasks {
+                let slot = &mut next[self.index(t)];
+                members[*slot as usize] = m;
+                *slot += 1;
+            }
+        }
+        Holders { start, members }
     }
 
     /// Members' active sets for `owner`.
@@ -428,11 +441,38 @@ impl Dense {
             .sum()
     }
 
-    fn standby_cost(&self, racks: &Racks, holders: &[Vec<u32>]) -> u64 {
-        (0..self.tasks.len())
-            .flat_map(|t| holders[t].iter().map(move |&m| (t, m)))
-            .map(|(t, m)| u64::from(racks.miss(t, racks.member_rack[m as usize])))
+    fn standby_cost(&self, racks: &Racks, a: &GroupAssignment) -> u64 {
+        (0..)
+            .zip(&a.members)
+            .flat_map(|(m, ma)| ma.standby_tasks.iter().map(move |&t| (t, m)))
+            .map(|(t, m): (TaskId, usize)| {
+                u64::from(racks.miss(self.index(t), racks.member_rack[m]))
+            })
             .sum()
+    }
+}
+
+/// Per dense task, the members holding it as standby, in one allocation rather than one per
+/// task: task `t`'s holders are `members[start[t]..start[t + 1]]`.
+struct Holders {
+    start: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Holders {
+    /// The number of tasks.
+    fn tasks(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    /// Task `t`'s holders.
+    fn of(&self, t: usize) -> &[u32] {
+        &self.members[self.start[t] as usize..self.start[t + 1] as usize]
+    }
+
+    /// Task `t`'s holders, to change in place.
+    fn of_mut(&mut self, t: usize) -> &mut [u32] {
+        &mut self.members[self.start[t] as usize..self.start[t + 1] as usize]
     }
 }
 
@@ -447,7 +487,7 @@ pub fn cross_rack_partitions(
     let dense = Dense::new(topology);
     Some((
         dense.active_cost(&racks, &dense.owners(assignment)),
-        dense.standby_cost(&racks, &dense.holders(assignment)),
+        dense.standby_cost(&racks, assignment),
     ))
 }
 

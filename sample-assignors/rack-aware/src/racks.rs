@@ -1,6 +1,7 @@
 //! [`Racks`]: where members sit and what each task would read across racks from each of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use assignor_sdk::{GroupSpec, Topology};
 
@@ -16,6 +17,9 @@ pub(crate) struct Racks {
     /// Per dense task (in [`Topology::tasks`] order) and member rack, row-major: how many of
     /// the task's input partitions have no replica in that rack.
     pub miss: Vec<u32>,
+    /// Per dense task: the rank of its row of [`miss`](Self::miss) among the distinct rows in
+    /// lexicographic order, so that tasks compare and group by profile as one integer.
+    pub profile: Vec<u32>,
 }
 
 impl Racks {
@@ -80,10 +84,31 @@ impl Racks {
                 }
             }
         }
+        // Rows are interned by hash (a handful of distinct ones in practice, each seen
+        // thousands of times), then only the distinct rows are sorted to rank them.
+        let mut ids: HashMap<&[u32], u32, BuildHasherDefault<RowHasher>> = HashMap::default();
+        let mut distinct: Vec<&[u32]> = Vec::new();
+        let id: Vec<u32> = miss
+            .chunks_exact(count)
+            .map(|row| {
+                *ids.entry(row).or_insert_with(|| {
+                    distinct.push(row);
+                    distinct.len() as u32 - 1
+                })
+            })
+            .collect();
+        let mut order: Vec<u32> = (0..distinct.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| distinct[i as usize]);
+        let mut rank = vec![0u32; distinct.len()];
+        for (r, &i) in (0u32..).zip(&order) {
+            rank[i as usize] = r;
+        }
+        let profile = id.iter().map(|&i| rank[i as usize]).collect();
         Ok(Self {
             count,
             member_rack,
             miss,
+            profile,
         })
     }
 
@@ -91,9 +116,32 @@ impl Racks {
     pub fn miss(&self, t: usize, r: u32) -> u32 {
         self.miss[t * self.count + r as usize]
     }
+}
 
-    /// The row of [`miss`](Self::miss) for dense task `t`.
-    pub fn row(&self, t: usize) -> &[u32] {
-        &self.miss[t * self.count..][..self.count]
+/// A multiply-rotate hash (Firefox's FxHash) for rows of a few small integers: the default
+/// SipHash costs several times more and its resistance to crafted keys buys nothing here,
+/// where a collision only costs a comparison.
+#[derive(Debug, Default)]
+struct RowHasher(u64);
+
+impl Hasher for RowHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use assignor_sdk::GroupSpec;
 
+use crate::Holders;
 use crate::racks::Racks;
 
 /// How many willing standbys (see `willing` below) of a candidate rack one standby examines
@@ -29,7 +30,7 @@ pub(crate) fn improve(
     group: &GroupSpec,
     racks: &Racks,
     owner: &[u32],
-    holders: &mut [Vec<u32>],
+    holders: &mut Holders,
 ) -> usize {
     let process = intern(
         group
@@ -46,28 +47,38 @@ pub(crate) fn improve(
     let rack = &racks.member_rack;
 
     // Whether `to` may hold task `t` in place of `from`.
-    let fits = |holders: &[Vec<u32>], t: u32, from: u32, to: u32| {
+    let fits = |holders: &Holders, t: u32, from: u32, to: u32| {
         let p = process[to as usize];
         process[owner[t as usize] as usize] != p
-            && holders[t as usize]
+            && holders
+                .of(t as usize)
                 .iter()
                 .all(|&h| h == from || process[h as usize] != p)
     };
 
+    let r = racks.count;
     let mut swaps = 0;
-    let mut targets: Vec<u32> = Vec::with_capacity(racks.count);
+    let mut targets: Vec<u32> = Vec::with_capacity(r);
+    // The indexes below are rebuilt every pass into buffers allocated once.
+    let mut placements: Vec<(u32, u32)> = Vec::new();
+    let mut bucket: Vec<Vec<u32>> = vec![Vec::new(); r];
+    let mut slot: Vec<usize> = Vec::new();
+    let mut willing: Vec<Vec<u32>> = vec![Vec::new(); r * r];
+    let mut head = vec![0usize; r * r];
     for _ in 0..PASSES {
         let before = swaps;
         // Placements (task, member) and, per rack, the placements held there, rebuilt in a
         // canonical order each pass: a pass then depends only on the placement, so a pass
         // that finds nothing finds nothing again when this output comes back as input.
-        let mut placements: Vec<(u32, u32)> = Vec::new();
-        for (t, h) in (0u32..).zip(holders.iter_mut()) {
+        placements.clear();
+        for t in 0..holders.tasks() {
+            let h = holders.of_mut(t);
             h.sort_unstable();
-            placements.extend(h.iter().map(|&m| (t, m)));
+            placements.extend(h.iter().map(|&m| (t as u32, m)));
         }
-        let mut bucket: Vec<Vec<u32>> = vec![Vec::new(); racks.count];
-        let mut slot = vec![0usize; placements.len()];
+        bucket.iter_mut().for_each(Vec::clear);
+        slot.clear();
+        slot.resize(placements.len(), 0);
         for (p, &(_, m)) in (0u32..).zip(&placements) {
             let b = &mut bucket[rack[m as usize] as usize];
             slot[p as usize] = b.len();
@@ -76,10 +87,9 @@ pub(crate) fn improve(
         // Per (rack y, rack x): placements in y whose task reads no more across racks from x.
         // Swapping one of them against a standby that gains by moving to y always pays, so
         // they are tried first (entries go stale when their placement moves; skipped).
-        let r = racks.count;
-        let mut willing: Vec<Vec<u32>> = vec![Vec::new(); r * r];
+        willing.iter_mut().for_each(Vec::clear);
         // Per list, the first entry that may still be fresh.
-        let mut head = vec![0usize; r * r];
+        head.fill(0);
         for (p, &(b, m)) in (0u32..).zip(&placements) {
             let ry = rack[m as usize];
             for rx in (0..r as u32).filter(|&rx| rx != ry) {
@@ -124,7 +134,11 @@ pub(crate) fn improve(
             let (b, y) = placements[q as usize];
             let ry = rack[y as usize];
             for (t, from, to) in [(a, x, y), (b, y, x)] {
-                for h in holders[t as usize].iter_mut().filter(|h| **h == from) {
+                for h in holders
+                    .of_mut(t as usize)
+                    .iter_mut()
+                    .filter(|h| **h == from)
+                {
                     *h = to;
                 }
             }
