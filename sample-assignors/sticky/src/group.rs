@@ -52,17 +52,18 @@ impl Group {
         let mut input_index: Vec<usize> = (0..members.len()).collect();
         input_index.sort_by(|&a, &b| members[a].member_id.cmp(&members[b].member_id));
 
-        let process_ids: BTreeMap<&str, u32> = {
-            let mut ids: Vec<&str> = members.iter().map(|m| m.process_id.as_str()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            ids.into_iter().zip(0..).collect()
-        };
-        let process: Vec<u32> = input_index
-            .iter()
-            .map(|&i| process_ids[members[i].process_id.as_str()])
-            .collect();
-        let process_count = process_ids.len();
+        // Processes numbered in id order: sort the members by process id, count the changes.
+        let mut by_process_id: Vec<usize> = (0..members.len()).collect();
+        by_process_id.sort_by(|&a, &b| members[a].process_id.cmp(&members[b].process_id));
+        let mut process_of = vec![0u32; members.len()];
+        let mut process_count = 0;
+        for (k, &i) in by_process_id.iter().enumerate() {
+            if k == 0 || members[i].process_id != members[by_process_id[k - 1]].process_id {
+                process_count += 1;
+            }
+            process_of[i] = process_count as u32 - 1;
+        }
+        let process: Vec<u32> = input_index.iter().map(|&i| process_of[i]).collect();
 
         let mut by_process: Vec<Vec<u32>> = vec![Vec::new(); process_count];
         for (rank, &p) in (0u32..).zip(&process) {
@@ -88,7 +89,10 @@ impl Group {
             .iter()
             .map(|s| s.is_stateful)
             .collect();
-        let task_ids: Vec<TaskId> = topology.tasks().collect();
+        let mut task_ids: Vec<TaskId> = Vec::with_capacity(total as usize);
+        for (s, sub) in (0u32..).zip(&topology.subtopologies) {
+            task_ids.extend((0..sub.max_num_input_partitions).map(|p| TaskId::new(s, p)));
+        }
         let dense = |t: &TaskId| -> Option<u32> {
             topology
                 .contains(*t)
@@ -223,13 +227,20 @@ impl Candidates {
 
     /// The candidates for dense task `t`, best first.
     pub fn of(&self, t: u32) -> &[u32] {
+        if self.members.is_empty() {
+            return &[];
+        }
         &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
     }
 }
 
 /// `items` grouped by dense task in O(n) (a stable counting sort: items of one task keep their
-/// order), with each task's first index; `task` must be below `tasks`.
+/// order), with each task's first index (none when there are no items: a cold start); `task`
+/// must be below `tasks`.
 fn by_task<T: Copy>(items: Vec<T>, tasks: usize, task: impl Fn(&T) -> u32) -> (Vec<u32>, Vec<T>) {
+    if items.is_empty() {
+        return (Vec::new(), items);
+    }
     let mut start = vec![0u32; tasks + 1];
     for item in &items {
         start[task(item) as usize + 1] += 1;

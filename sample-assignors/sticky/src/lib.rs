@@ -124,9 +124,8 @@
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
 //! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps (each
-//! skips at most the `R + 1` processes holding the task, plus one bitmap word per 64 empty
-//! tightness levels; `O(P)` when every process with room holds it, which without tags only
-//! kept standbys cause), plus `O(T·R)` per repair chain (none on the benchmark groups; a
+//! skips at most the `R + 1` processes holding the task; `O(P)` when every process with
+//! room holds it, which without tags only kept standbys cause), plus `O(T·R)` per repair chain (none on the benchmark groups; a
 //! few where keeps get in the way). Without tags that is `O((T·R + E) log)` — near
 //! `O(T log T)`; dealing compares at most 32 members per task.
 //!
@@ -135,7 +134,7 @@
 //! - `group`: the input indexed into dense integers, with each task's ranked warm members.
 //! - `active`: targets, keep, release, warm state and dealing for active tasks.
 //! - `standby`: targets, keep, fill and repair for standby tasks, with tag coverage.
-//! - `queue`: member loads in per-process heaps, processes in per-class buckets by
+//! - `queue`: member loads in per-process heaps, processes in per-class arrays sorted by
 //!   tightness: what the standby fill draws from.
 
 #![deny(missing_docs)]
@@ -146,7 +145,8 @@ mod queue;
 mod standby;
 
 use assignor_sdk::{
-    AssignError, GroupAssignment, GroupSpec, MemberAssignment, TaskAssignor, TaskId, Topology,
+    AssignError, GroupAssignment, GroupSpec, MemberAssignment, TaskAssignor, TaskId, TaskSet,
+    Topology,
 };
 
 use crate::group::{Group, NONE};
@@ -199,9 +199,11 @@ impl TaskAssignor for StickyAssignor {
         }
         let mut assignment = GroupAssignment::empty_for(group);
         for ((a, s), &i) in actives.into_iter().zip(standby_lists).zip(&g.input_index) {
+            // Taken over as they are: already in order, each task once.
+            let set = |tasks| TaskSet::from_unique(tasks).expect("each task listed once");
             assignment.members[i] = MemberAssignment {
-                active_tasks: a.into_iter().collect(),
-                standby_tasks: s.into_iter().collect(),
+                active_tasks: set(a),
+                standby_tasks: set(s),
             };
         }
         Ok(assignment)

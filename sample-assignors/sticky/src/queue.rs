@@ -4,21 +4,24 @@
 //! Two levels. Per process, its members in a binary min-heap by key (room below their
 //! standby target first, then the least loaded), so a process hands its standbys to the
 //! members that need them. Per tag class (processes with the same rack-aware tag values; a
-//! single class without tags), its processes with room in buckets by *tightness*: room plus
+//! single class without tags), its processes with room ordered by *tightness*: room plus
 //! the tasks still to fill that it cannot take (active there, or a copy already there). The
 //! tightest goes first; that order is what makes the fill meet every target whenever the
 //! per-process counts fit (see `standby`): a process whose room equals the tasks still able
 //! to use it must take every one of them, and it is always among the first tried.
 //!
-//! Tightness only ever falls (room is used up, blocked tasks are passed), so a process moves
-//! one bucket down per change and the search starts from a top that only moves down; a bitmap
-//! of non-empty buckets skips empty runs when the top processes all hold the task. Everything
-//! lives in flat arrays updated in place, so a step allocates nothing.
+//! Tightness only ever falls by one (room is used up, blocked tasks are passed), so each class
+//! keeps its processes in one array sorted tightest first, in runs of equal tightness: a
+//! process whose tightness falls swaps with the last of its run and the run boundary moves
+//! past it, O(1). A process out of room sinks to the bottom run the same way, one run per
+//! step, which costs no more than its tightness falling to zero. The search reads the array
+//! from the front, skipping the at most `R + 1` processes holding the task. Everything lives
+//! in flat arrays updated in place, so a step allocates nothing.
 
 /// A member's or process's place in the queue, packed so that smaller is better. Members: room
 /// below their standby target first, then the least loaded (actives plus standbys), then by
-/// rank. Processes: room first, then the tightest, then bucket order; without room, by their
-/// best member's load, then by index.
+/// rank. Processes: room first, then the tightest, then by index (within a class its order
+/// decides); without room, by their best member's load, then by index.
 type Key = u64;
 
 const NO_ROOM: Key = 1 << 63;
@@ -47,73 +50,20 @@ pub(crate) struct Loads {
     room: Vec<u32>,
     /// Per process: the tasks still to fill that it cannot take.
     blocked: Vec<u32>,
-    /// Per class: its buckets.
-    classes: Vec<Buckets>,
+    /// Per class: its processes by tightness.
+    classes: Vec<Sorted>,
     class_of: Vec<u32>,
-    /// Per process: the next and previous process in its bucket ([`NONE`] at the ends).
-    next: Vec<u32>,
-    prev: Vec<u32>,
+    /// Per process: its index in its class's `order`.
+    at_order: Vec<u32>,
 }
 
-const NONE: u32 = u32::MAX;
-
-/// One class's processes with room, by tightness.
-struct Buckets {
-    /// Per tightness: the first process, or [`NONE`].
-    head: Vec<u32>,
-    /// One bit per tightness: whether its bucket has a process.
-    filled: Vec<u64>,
-    /// No bucket above this one has a process.
-    top: usize,
-    /// The class's processes, for the search among those without room.
-    processes: Vec<u32>,
-}
-
-impl Buckets {
-    #[inline]
-    fn unlink(&mut self, next: &mut [u32], prev: &mut [u32], p: u32, k: usize) {
-        let (n, q) = (next[p as usize], prev[p as usize]);
-        if q == NONE {
-            self.head[k] = n;
-            if n == NONE {
-                self.filled[k / 64] &= !(1 << (k % 64));
-            }
-        } else {
-            next[q as usize] = n;
-        }
-        if n != NONE {
-            prev[n as usize] = q;
-        }
-    }
-
-    #[inline]
-    fn link(&mut self, next: &mut [u32], prev: &mut [u32], p: u32, k: usize) {
-        let n = self.head[k];
-        next[p as usize] = n;
-        prev[p as usize] = NONE;
-        if n != NONE {
-            prev[n as usize] = p;
-        }
-        self.head[k] = p;
-        self.filled[k / 64] |= 1 << (k % 64);
-    }
-
-    /// The highest non-empty bucket at or below `k`.
-    #[inline]
-    fn below(&self, k: usize) -> Option<usize> {
-        let mut w = k / 64;
-        let mut bits = self.filled[w] & (u64::MAX >> (63 - k % 64));
-        loop {
-            if bits != 0 {
-                return Some(w * 64 + 63 - bits.leading_zeros() as usize);
-            }
-            if w == 0 {
-                return None;
-            }
-            w -= 1;
-            bits = self.filled[w];
-        }
-    }
+/// One class's processes, tightest first; processes out of room form the last run.
+struct Sorted {
+    /// The processes, in runs of falling tightness.
+    order: Vec<u32>,
+    /// Per tightness `k`: where its run starts in `order` (runs end where the next lower
+    /// tightness starts; tightness 0, out of room, runs to the end).
+    run: Vec<u32>,
 }
 
 impl Loads {
@@ -141,21 +91,38 @@ impl Loads {
         for r in 0..m {
             room[process[r] as usize] += target[r].saturating_sub(standbys[r]);
         }
-        let mut tightest = vec![0usize; classes];
+        // Out of room counts as tightness 0 (with room it is at least 1).
+        let tightness: Vec<usize> = (0..processes)
+            .map(|p| {
+                if room[p] > 0 {
+                    (room[p] + blocked[p]) as usize
+                } else {
+                    0
+                }
+            })
+            .collect();
         let mut of_class: Vec<Vec<u32>> = vec![Vec::new(); classes];
-        for p in 0..processes {
-            let c = class_of[p] as usize;
-            tightest[c] = tightest[c].max((room[p] + blocked[p]) as usize);
-            of_class[c].push(p as u32);
+        for p in 0..processes as u32 {
+            of_class[class_of[p as usize] as usize].push(p);
         }
-        let classes = tightest
-            .iter()
-            .zip(of_class)
-            .map(|(&k, processes)| Buckets {
-                head: vec![NONE; k + 1],
-                filled: vec![0; k / 64 + 1],
-                top: k,
-                processes,
+        let mut at_order = vec![0u32; processes];
+        let classes = of_class
+            .into_iter()
+            .map(|mut order| {
+                order.sort_by_key(|&p| (std::cmp::Reverse(tightness[p as usize]), p));
+                let top = order.first().map_or(0, |&p| tightness[p as usize]);
+                let mut run = vec![order.len() as u32; top + 1];
+                for (i, &p) in order.iter().enumerate().rev() {
+                    at_order[p as usize] = i as u32;
+                    run[tightness[p as usize]] = i as u32;
+                }
+                // An empty run starts (and ends) where the next lower one starts.
+                for k in 1..=top {
+                    if run[k] == order.len() as u32 {
+                        run[k] = run[k - 1];
+                    }
+                }
+                Sorted { order, run }
             })
             .collect();
         let mut loads = Self {
@@ -171,8 +138,7 @@ impl Loads {
             classes,
             process,
             class_of,
-            next: vec![NONE; processes],
-            prev: vec![NONE; processes],
+            at_order,
         };
         let mut next = loads.start.clone();
         for r in 0..m as u32 {
@@ -183,14 +149,6 @@ impl Loads {
             loads.members[i as usize] = r;
             loads.at[r as usize] = i;
             loads.member_sift_up(p, i as usize);
-        }
-        // Linked in reverse, so each bucket starts in process order.
-        for p in (0..processes as u32).rev() {
-            if loads.room[p as usize] > 0 {
-                let k = loads.tightness(p);
-                let c = loads.class_of[p as usize] as usize;
-                loads.classes[c].link(&mut loads.next, &mut loads.prev, p, k);
-            }
         }
         loads
     }
@@ -207,19 +165,21 @@ impl Loads {
         room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
-    #[inline]
-    fn tightness(&self, p: u32) -> usize {
-        (self.room[p as usize] + self.blocked[p as usize]) as usize
-    }
-
-    /// Process `p`'s tightness falls by one (or it runs out of room): one bucket down (or out).
+    /// Process `p`'s tightness fell by one: it swaps with the last of its run and joins the
+    /// next lower run. Out of room, it keeps falling to the bottom run.
     #[inline]
     fn lower(&mut self, p: u32) {
-        let k = self.tightness(p) + 1;
-        let buckets = &mut self.classes[self.class_of[p as usize] as usize];
-        buckets.unlink(&mut self.next, &mut self.prev, p, k);
-        if self.room[p as usize] > 0 {
-            buckets.link(&mut self.next, &mut self.prev, p, k - 1);
+        let sorted = &mut self.classes[self.class_of[p as usize] as usize];
+        let k = (self.room[p as usize] + self.blocked[p as usize]) as usize + 1;
+        let to = if self.room[p as usize] > 0 { k - 1 } else { 0 };
+        for k in (to + 1..=k).rev() {
+            let i = self.at_order[p as usize] as usize;
+            let last = sorted.run[k - 1] as usize - 1;
+            let q = sorted.order[last];
+            sorted.order.swap(i, last);
+            self.at_order[q as usize] = i as u32;
+            self.at_order[p as usize] = last as u32;
+            sorted.run[k - 1] -= 1;
         }
     }
 
@@ -244,34 +204,31 @@ impl Loads {
     }
 
     /// Moves the member at index `i` of `members` down to its place in process `p`'s heap.
+    #[inline]
     fn member_sift_down(&mut self, p: usize, i: usize) {
-        let base = self.start[p] as usize;
-        let len = self.start[p + 1] as usize - base;
-        let r = self.members[i];
-        let key = self.keys[r as usize];
+        let (base, end) = (self.start[p] as usize, self.start[p + 1] as usize);
+        let heap = &mut self.members[base..end];
+        let keys = &self.keys;
+        let r = heap[i - base];
+        let key = keys[r as usize];
         let mut i = i - base;
         loop {
             let mut child = 2 * i + 1;
-            if child >= len {
-                break;
-            }
-            let mut ck = self.keys[self.members[base + child] as usize];
-            if child + 1 < len {
-                let rk = self.keys[self.members[base + child + 1] as usize];
-                if rk < ck {
-                    child += 1;
-                    ck = rk;
-                }
+            let Some(&c) = heap.get(child) else { break };
+            let (mut q, mut ck) = (c, keys[c as usize]);
+            if let Some(&d) = heap.get(child + 1)
+                && keys[d as usize] < ck
+            {
+                (q, ck, child) = (d, keys[d as usize], child + 1);
             }
             if key <= ck {
                 break;
             }
-            let q = self.members[base + child];
-            self.members[base + i] = q;
+            heap[i] = q;
             self.at[q as usize] = (base + i) as u32;
             i = child;
         }
-        self.members[base + i] = r;
+        heap[i] = r;
         self.at[r as usize] = (base + i) as u32;
     }
 
@@ -307,25 +264,16 @@ impl Loads {
     /// The best process of `class` for which `holds` is false, as its key and best member:
     /// the tightest with room, else (all with room hold the task) the one whose best member
     /// is least loaded.
-    pub fn best(&mut self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
-        let buckets = &mut self.classes[class];
-        let mut k = buckets.below(buckets.top);
-        if let Some(top) = k {
-            buckets.top = top;
-        }
+    #[inline]
+    pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
+        let sorted = &self.classes[class];
         let first = |p: u32| self.members[self.start[p as usize] as usize];
-        while let Some(at) = k {
-            let mut p = buckets.head[at];
-            while p != NONE {
-                if !holds(p) {
-                    return Some(((FIELD - at as Key) << 32 | Key::from(p), first(p)));
-                }
-                p = self.next[p as usize];
-            }
-            k = at.checked_sub(1).and_then(|k| buckets.below(k));
+        let with_room = &sorted.order[..sorted.run[0] as usize];
+        if let Some(&p) = with_room.iter().find(|&&p| !holds(p)) {
+            let tight = Key::from(self.room[p as usize] + self.blocked[p as usize]);
+            return Some(((FIELD - tight) << 32 | Key::from(p), first(p)));
         }
-        buckets
-            .processes
+        sorted.order[sorted.run[0] as usize..]
             .iter()
             .filter(|&&p| self.start[p as usize] < self.start[p as usize + 1] && !holds(p))
             .map(|&p| {

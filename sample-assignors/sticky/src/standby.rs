@@ -277,13 +277,15 @@ fn fill(
             let slot = &slots[base..base + n];
             let holds =
                 |p: u32| p == active_process || slot.iter().any(|&s| g.process[s as usize] == p);
-            let Some((_, pick)) = try_classes
-                .iter()
-                .filter_map(|&c| loads.best(c, holds))
-                .min()
-            else {
-                break;
+            let best = if tagged {
+                try_classes
+                    .iter()
+                    .filter_map(|&c| loads.best(c, holds))
+                    .min()
+            } else {
+                loads.best(0, holds)
             };
+            let Some((_, pick)) = best else { break };
             slots[base + n] = pick;
             n += 1;
             loads.add(pick);
