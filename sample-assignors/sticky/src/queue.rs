@@ -169,18 +169,26 @@ impl Loads {
     /// next lower run. Out of room, it keeps falling to the bottom run.
     #[inline]
     fn lower(&mut self, p: u32) {
+        let (room, blocked) = (self.room[p as usize], self.blocked[p as usize]);
         let sorted = &mut self.classes[self.class_of[p as usize] as usize];
-        let k = (self.room[p as usize] + self.blocked[p as usize]) as usize + 1;
-        let to = if self.room[p as usize] > 0 { k - 1 } else { 0 };
-        for k in (to + 1..=k).rev() {
-            let i = self.at_order[p as usize] as usize;
-            let last = sorted.run[k - 1] as usize - 1;
+        let mut i = self.at_order[p as usize] as usize;
+        let mut k = (room + blocked) as usize;
+        loop {
+            // `p` leaves run `k + 1`: it swaps with the run's last and run `k` starts there.
+            let start = &mut sorted.run[k];
+            *start -= 1;
+            let last = *start as usize;
             let q = sorted.order[last];
-            sorted.order.swap(i, last);
+            sorted.order[i] = q;
+            sorted.order[last] = p;
             self.at_order[q as usize] = i as u32;
-            self.at_order[p as usize] = last as u32;
-            sorted.run[k - 1] -= 1;
+            i = last;
+            if room > 0 || k == 0 {
+                break;
+            }
+            k -= 1;
         }
+        self.at_order[p as usize] = i as u32;
     }
 
     /// Moves the member at index `i` of `members` up to its place in process `p`'s heap.
@@ -267,22 +275,33 @@ impl Loads {
     #[inline]
     pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
         let sorted = &self.classes[class];
-        let first = |p: u32| self.members[self.start[p as usize] as usize];
         let with_room = &sorted.order[..sorted.run[0] as usize];
-        if let Some(&p) = with_room.iter().find(|&&p| !holds(p)) {
-            let tight = Key::from(self.room[p as usize] + self.blocked[p as usize]);
-            return Some(((FIELD - tight) << 32 | Key::from(p), first(p)));
+        match with_room.iter().find(|&&p| !holds(p)) {
+            Some(&p) => {
+                let tight = Key::from(self.room[p as usize] + self.blocked[p as usize]);
+                Some(((FIELD - tight) << 32 | Key::from(p), self.first(p)))
+            }
+            None => self.best_without_room(class, holds),
         }
+    }
+
+    /// [`Loads::best`] when every process of `class` with room holds the task.
+    #[inline(never)]
+    fn best_without_room(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
+        let sorted = &self.classes[class];
         sorted.order[sorted.run[0] as usize..]
             .iter()
             .filter(|&&p| self.start[p as usize] < self.start[p as usize + 1] && !holds(p))
             .map(|&p| {
-                let r = first(p);
-                (
-                    NO_ROOM | Key::from(self.load[r as usize]) << 32 | Key::from(p),
-                    r,
-                )
+                let r = self.first(p);
+                let key = NO_ROOM | Key::from(self.load[r as usize]) << 32 | Key::from(p);
+                (key, r)
             })
             .min()
+    }
+
+    /// Process `p`'s best member.
+    fn first(&self, p: u32) -> u32 {
+        self.members[self.start[p as usize] as usize]
     }
 }
