@@ -225,7 +225,9 @@ async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<Value>, Ap
 /// `max.component.bytes` (plus room to say by how much it is over); the load (validation,
 /// compilation, `name()`, `configure`) must finish within `compile.timeout.ms`. A load past
 /// it is answered at once, but keeps its assignment slot until the compiler is done, so a
-/// tenant's slow uploads can occupy no more cores than its assignments can.
+/// tenant's slow uploads can occupy no more cores than its assignments can. (The finished
+/// compile lands in the compiled cache, so a retry loads at once: the time was spent in the
+/// tenant's slot either way.)
 async fn put_assignor(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,

@@ -10,9 +10,15 @@
 //!
 //! Nothing that can block runs on the async runtime's threads: coordinator changes (which
 //! fsync), loads (which compile) and assignments (which run guests) go to `spawn_blocking`;
-//! assignments and upload trials additionally hold one of the tenant's
+//! assignments and uploads (load and trial) additionally hold one of the tenant's
 //! `max.concurrent.assignments` permits, so a hostile tenant occupies at most that many
-//! blocking threads, each for at most its deadline, and never another tenant's slots.
+//! blocking threads, each for at most its deadline (its `compile.timeout.ms` for a load), and
+//! never another tenant's slots. The default is half the cores, so one tenant spinning in
+//! every slot still leaves the other half to everyone else.
+//!
+//! An admin changes a tenant's limits at run time (see `admin`): a new runtime is built for
+//! the new limits, the tenant's uploads are reloaded on it, and new calls use it; calls
+//! already running finish under the old one.
 //!
 //! # Data directory
 //!
