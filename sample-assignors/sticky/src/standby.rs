@@ -162,41 +162,56 @@ fn keep(
         let slot = &mut slots[t as usize * per_task..][..per_task];
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
-        candidates.clear();
-        if prev != NONE && prev != owner[t as usize] {
-            candidates.push(prev);
+        let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
+        if !tagged {
+            // Candidates in order, in one pass: one passed over stays ineligible (its room
+            // and the task's holders only shrink and grow).
+            let mut n = 0;
+            for c in prev
+                .into_iter()
+                .chain(previous.candidates.of(t).iter().copied())
+            {
+                let p = g.process[c as usize];
+                if standbys[c as usize] < target[c as usize]
+                    && p != active_process
+                    && slot[..n].iter().all(|&s| g.process[s as usize] != p)
+                {
+                    slot[n] = c;
+                    n += 1;
+                    standbys[c as usize] += 1;
+                    if n == per_task {
+                        break;
+                    }
+                }
+            }
+            continue;
         }
+        candidates.clear();
+        candidates.extend(prev);
         candidates.extend_from_slice(previous.candidates.of(t));
         if candidates.is_empty() {
             continue;
         }
-        if tagged {
-            coverage.reset(active_process);
-        }
+        coverage.reset(active_process);
         let mut n = 0;
         while n < per_task {
             let holds = |p: u32| {
                 p == active_process || slot[..n].iter().any(|&s| g.process[s as usize] == p)
             };
-            let mut open = candidates.iter().copied().filter(|&c| {
+            let open = candidates.iter().copied().filter(|&c| {
                 c != NONE
                     && standbys[c as usize] < target[c as usize]
                     && !holds(g.process[c as usize])
             });
-            let pick = if tagged {
-                // Most new tag values first, then candidate order.
-                let best = open.min_by_key(|&c| Reverse(coverage.gain(g.process[c as usize])));
-                best.filter(|&c| coverage.saturated() || coverage.gain(g.process[c as usize]) > 0)
-            } else {
-                open.next()
-            };
+            // Most new tag values first, then candidate order.
+            let best = open.min_by_key(|&c| Reverse(coverage.gain(g.process[c as usize])));
+            let pick =
+                best.filter(|&c| coverage.saturated() || coverage.gain(g.process[c as usize]) > 0);
             let Some(c) = pick else { break };
             slot[n] = c;
             n += 1;
             standbys[c as usize] += 1;
-            if tagged {
-                coverage.add(g.process[c as usize]);
-            }
+            coverage.add(g.process[c as usize]);
             if let Some(used) = candidates.iter_mut().find(|x| **x == c) {
                 *used = NONE;
             }
