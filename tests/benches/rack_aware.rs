@@ -6,7 +6,9 @@
 //! (2048 and 16384 tasks), seed 7, one standby replica, in each mode (`cold`, `previous`,
 //! `churn`; see `bench_input`), with three racks added by [`with_racks`]: processes dealt to
 //! the racks in turn, two source topics per subtopology, partition replicas in one or two
-//! racks skewed towards `r0`. Ids read `{native,sandboxed}/<mode>/<members>`.
+//! racks skewed towards `r0`. A fourth mode, `steady`, is the cold group with rack-aware's own
+//! output as the current assignment: the rebalance where nothing changed, which the fixed point
+//! answers with that same output. Ids read `{native,sandboxed}/<mode>/<members>`.
 //!
 //! - `native`: `Assignor::BuiltIn(rack-aware).assign` — the algorithm plus output validation.
 //! - `sandboxed`: `ComponentAssignor::assign` of the sample component under default
@@ -21,6 +23,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use assignor_runtime::{Assignor, Limits, Runtime};
+use assignor_sdk::harness::with_current;
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use assignor_tests::bench_input::{Mode, SEED, SIZES, generate, with_racks};
 use assignor_tests::guests;
@@ -65,19 +68,30 @@ fn rack_aware(c: &mut Criterion) {
 
     let mut inputs = Vec::new();
     for &size in &SIZES[1..] {
-        for mode in Mode::ALL {
-            let (mut g, mut t) = generate(size, 1, mode);
-            with_racks(&mut g, &mut t, 3, u64::from(SEED));
+        let mut steady = None;
+        for mode in Mode::ALL.map(Some).into_iter().chain([None]) {
+            let (g, t) = match mode {
+                Some(mode) => {
+                    let (mut g, mut t) = generate(size, 1, mode);
+                    with_racks(&mut g, &mut t, 3, u64::from(SEED));
+                    (g, t)
+                }
+                None => steady.take().expect("the cold group came first"),
+            };
+            let name = mode.map_or("steady", Mode::name);
             let (before, _) = sticky.assign(&g, &t).expect("sticky assigns");
             let (after, usage) = component
                 .assign(&g, &t)
-                .unwrap_or_else(|e| panic!("rack-aware, {size:?} {mode:?}: {e}"));
+                .unwrap_or_else(|e| panic!("rack-aware, {size:?} {name}: {e}"));
+            if mode == Some(Mode::Cold) {
+                steady = Some((with_current(&g, &after), t.clone()));
+            }
             let (before, after) = (cross_rack(&g, &t, &before), cross_rack(&g, &t, &after));
             eprintln!(
                 "{:>4} members {:<8}  cross-rack actives {:>5} -> {:>5}, standbys {:>5} -> \
                  {:>5}  fuel {:>11}  peak memory {:>9} B  one call {:?}",
                 size.0,
-                mode.name(),
+                name,
                 before.0,
                 after.0,
                 before.1,
@@ -86,7 +100,7 @@ fn rack_aware(c: &mut Criterion) {
                 usage.peak_memory_bytes.unwrap_or_default(),
                 usage.wall_time
             );
-            inputs.push((mode.name(), size.0, (g, t)));
+            inputs.push((name, size.0, (g, t)));
         }
     }
 
