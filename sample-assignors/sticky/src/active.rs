@@ -367,10 +367,10 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
         })
         .collect();
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
-    // Per member: how much of the floors of the subtopologies still to deal it already holds.
-    // A member's room to spare is its deficit minus the floors it still lacks, that is
-    // `deficit + have` minus a sum that is the same for every member.
-    let mut have = vec![0u32; g.members()];
+    // Per member: its room to spare, the deficit minus the floors of the subtopologies still
+    // to deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
+    // already holds), which differs by a sum that is the same for every member.
+    let mut spare = deficit.clone();
     for &s in &dealt {
         let range = g.subtopology_tasks(s);
         for t in range.clone() {
@@ -378,7 +378,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             if o != NONE {
                 count[o as usize] += 1;
                 if count[o as usize] <= floor(s) {
-                    have[o as usize] += 1;
+                    spare[o as usize] += 1;
                 }
             }
         }
@@ -388,7 +388,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             }
         }
     }
-    let spare = |r: usize, deficit: &[u32], have: &[u32]| deficit[r] + have[r];
     // A member's preference packed into one integer, the larger the better: below the floor,
     // then below the fair share, then room to spare.
     let rank = |below_floor: bool, below_fair: bool, spare: u32| {
@@ -405,7 +404,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             if o != NONE {
                 count[o as usize] += 1;
                 if count[o as usize] <= floor {
-                    have[o as usize] -= 1;
+                    spare[o as usize] -= 1;
                 }
             }
         }
@@ -418,7 +417,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             let r = ring[look] as usize;
             below_floor += u32::from(count[r] < floor);
             below_fair += u32::from(count[r] < fair);
-            let v = spare(r, &deficit, &have) as usize;
+            let v = spare[r] as usize;
             if needing.len() <= v {
                 needing.resize(v + 1, 0);
             }
@@ -436,7 +435,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
             let of = |r: u32| {
                 let r = r as usize;
-                rank(count[r] < floor, count[r] < fair, spare(r, &deficit, &have))
+                rank(count[r] < floor, count[r] < fair, spare[r])
             };
             let (mut pos, mut best) = (at, of(ring[at]));
             if best != top {
@@ -460,9 +459,10 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             below_floor -= u32::from(count[r] + 1 == floor);
             below_fair -= u32::from(count[r] + 1 == fair);
             count[r] += 1;
-            let v = spare(r, &deficit, &have) as usize;
+            let v = spare[r] as usize;
             needing[v] -= 1;
             deficit[r] -= 1;
+            spare[r] -= 1;
             if deficit[r] > 0 {
                 needing[v - 1] += 1;
             }
