@@ -123,11 +123,12 @@
 //! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
-//! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps (each
-//! skips at most the `R + 1` processes holding the task; `O(P)` when every process with
-//! room holds it, which without tags only kept standbys cause), plus `O(T·R)` per repair chain (none on the benchmark groups; a
-//! few where keeps get in the way). Without tags that is `O((T·R + E) log)` — near
-//! `O(T log T)`; dealing compares at most 32 members per task.
+//! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps of `O(1)`
+//! (each skips at most the `R + 1` processes holding the task; `O(P)` when every process
+//! with room holds it, which without tags only kept standbys cause), plus `O(T·R)` per
+//! repair chain (none on the benchmark groups; a few where keeps get in the way). Without
+//! tags that is `O(T·R² + E log k + T log S + M·S)` — near `O(T log T)`; dealing compares at
+//! most 32 members per task.
 //!
 //! # Layout
 //!

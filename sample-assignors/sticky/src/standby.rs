@@ -357,10 +357,11 @@ fn level_within_processes(g: &Group, active: &[u32], slots: &mut [u32], standbys
 
 /// Moves standbys until every member is at its target, when the greedy fill (after what the
 /// keep pass kept) missed it. Any per-process counts within the processes' caps can be placed
-/// (see [`assign`]), so while a process holds more than its members' targets, a breadth-first
+/// (a max-flow cut argument, see the crate documentation), so while a process holds more than its members' targets, a breadth-first
 /// search over processes finds a chain of moves to one holding fewer — a standby of task `t`
 /// may move from process `A` to `B` if `B` holds no copy of `t` — unless none exists, and then
-/// no placement meets the targets. Each chain is `O(T·R)`; the fill leaves at most a few.
+/// no placement meets the targets. Each chain is `O(T·R)`; the fill leaves few (none on the
+/// benchmark groups).
 /// Then, within each process, members above target hand standbys to members below.
 fn repair(
     g: &Group,
@@ -471,8 +472,8 @@ fn repair(
 /// even as possible, the members with the most tasks now keeping the higher counts.
 ///
 /// Process `p` can hold at most `cap[p]` standbys (every stateful task not active there), and
-/// any per-process counts within those caps summing to `total` can be placed (see
-/// [`assign`]). So the standbys fill members up to a common level — the lowest every member
+/// any per-process counts within those caps summing to `total` can be placed (see the crate
+/// documentation). So the standbys fill members up to a common level — the lowest every member
 /// can be topped up to, counting a process only up to its cap — and a process whose cap stops
 /// it below that level spreads its cap evenly over its own members.
 fn targets(
