@@ -115,16 +115,20 @@ fn solve(
     let racks = input.racks;
     let r = racks.count;
     let home = |t: u32| racks.member_rack[input.owner[t as usize] as usize];
-    let class = |t: u32| (home(t), racks.profile[t as usize]);
-    let mut sorted = tasks.to_vec();
-    sorted.sort_unstable_by_key(|&t| (class(t), t));
+    // Keys computed once, not at every comparison: (home rack, profile, task).
+    let mut keyed: Vec<(u32, u32, u32)> = tasks
+        .iter()
+        .map(|&t| (home(t), racks.profile[t as usize], t))
+        .collect();
+    keyed.sort_unstable();
     let mut classes: Vec<(usize, usize)> = Vec::new();
-    for (i, &t) in sorted.iter().enumerate() {
+    for (i, &(h, p, _)) in keyed.iter().enumerate() {
         match classes.last_mut() {
-            Some((start, end)) if class(sorted[*start]) == class(t) => *end = i + 1,
+            Some((start, end)) if (keyed[*start].0, keyed[*start].1) == (h, p) => *end = i + 1,
             _ => classes.push((i, i + 1)),
         }
     }
+    let sorted: Vec<u32> = keyed.into_iter().map(|(_, _, t)| t).collect();
 
     // Costs are scaled so that, among assignments of equal cost, the one moving the fewest
     // tasks out of their rack wins: ties never move anything, and an optimal input is kept.
