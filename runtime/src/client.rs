@@ -459,6 +459,13 @@ impl Client {
         self.typed_call(Method::GET, path, None)
     }
 
+    /// The capture of the group's last failed computation (the SDK's `.capture` bytes, for
+    /// `assignor replay`); 404 `RESOURCE_NOT_FOUND` when none failed.
+    pub fn capture(&self, group: &str) -> Result<Vec<u8>, ClientError> {
+        let path = format!("/v1/groups/{}/capture", segment(group));
+        self.exchange(&Method::GET, &path, None)
+    }
+
     fn typed_call<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -495,6 +502,30 @@ impl Client {
         path: String,
         body: Option<&[u8]>,
     ) -> Result<Value, ClientError> {
+        let bytes = self.exchange(&method, &path, body)?;
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|_| {
+            self.protocol(
+                &method,
+                &path,
+                format!(
+                    "a success answer whose body is not JSON: {}",
+                    excerpt(&String::from_utf8_lossy(&bytes))
+                ),
+            )
+        })
+    }
+
+    /// Sends one request; a success answers its body as bytes, an error answer becomes the
+    /// matching [`ClientError`].
+    fn exchange(
+        &self,
+        method: &Method,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Vec<u8>, ClientError> {
         let mut request = Request::builder()
             .method(method.clone())
             .uri(format!("{}{path}", self.server));
@@ -521,26 +552,17 @@ impl Client {
                 },
             })?;
         let status = response.status().as_u16();
-        let text = response
+        let bytes = response
             .body_mut()
             .with_config()
             .limit(MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| self.protocol(&method, &path, format!("the answer broke off: {e}")))?;
-        let json: Option<Value> = if text.is_empty() {
-            Some(Value::Null)
-        } else {
-            serde_json::from_str(&text).ok()
-        };
+            .read_to_vec()
+            .map_err(|e| self.protocol(method, path, format!("the answer broke off: {e}")))?;
         if (200..300).contains(&status) {
-            return json.ok_or_else(|| {
-                self.protocol(
-                    &method,
-                    &path,
-                    format!("HTTP {status} with a body that is not JSON"),
-                )
-            });
+            return Ok(bytes);
         }
+        let text = String::from_utf8_lossy(&bytes);
+        let json: Option<Value> = serde_json::from_str(&text).ok();
         // Bodies over the service's largest upload limit are cut off before any handler runs,
         // with a plain-text answer.
         if status == 413 && json.is_none() {
@@ -559,8 +581,8 @@ impl Client {
             error.and_then(|e| e["message"].as_str()),
         ) else {
             return Err(self.protocol(
-                &method,
-                &path,
+                method,
+                path,
                 format!(
                     "HTTP {status} without the service's error object: {}",
                     excerpt(&text)

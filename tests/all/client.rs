@@ -457,3 +457,70 @@ fn library_client_types_answers_and_errors() {
         Err(ClientError::Unauthorized { .. })
     ));
 }
+
+/// A failed assignment in the service is captured: `group capture` downloads it (404 before
+/// any failure), and `replay` with the uploaded component reproduces the error and the fuel.
+#[test]
+fn failed_assignment_is_captured_and_replays() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("orders.capture");
+    let file = file.to_str().expect("UTF-8 path");
+
+    let up = server.run(&[
+        "upload",
+        "loops-on-large-groups",
+        guests::LOOPS_ON_LARGE_GROUPS,
+    ]);
+    assert_ok(&up);
+    // Four members: the guest passes the three-member upload trial and loops on more.
+    let mut doc: Value = serde_json::from_str(GROUP_DOC).expect("JSON");
+    let members = doc["members"].as_array_mut().expect("members");
+    let mut extra = members[0].clone();
+    extra["memberId"] = "member-d1".into();
+    extra["processId"] = "process-d".into();
+    extra["activeTasks"] = serde_json::json!({});
+    extra["standbyTasks"] = serde_json::json!({});
+    members.push(extra);
+    assert_ok(&server.run_with_stdin(&["group", "put", "orders", "-"], &doc.to_string()));
+
+    let none = server.run(&["group", "capture", "orders", "--output", file]);
+    assert_eq!(none.code, 1, "{none}");
+    assert!(
+        none.stderr.contains("no failed computation captured"),
+        "{none}"
+    );
+
+    assert_ok(&server.run(&[
+        "group",
+        "set-config",
+        "orders",
+        "streams.assignor.name=loops-on-large-groups",
+    ]));
+    let failed = server.run(&["group", "assign", "orders", "--json"]);
+    assert_eq!(failed.code, 1, "{failed}");
+    assert_eq!(json(&failed)["error"]["kind"], "out-of-fuel", "{failed}");
+
+    let got = server.run(&["group", "capture", "orders", "--output", file]);
+    assert_ok(&got);
+    assert!(got.stdout.contains("assignor replay"), "{got}");
+    let replay = assignor(
+        &[
+            "replay",
+            file,
+            "--assignor",
+            guests::LOOPS_ON_LARGE_GROUPS,
+            "--json",
+        ],
+        &[],
+        "",
+    );
+    assert_ok(&replay);
+    let v = json(&replay);
+    assert_eq!(v["reproduced"], true, "{replay}");
+    assert_eq!(v["captured"]["failure"]["kind"], "out-of-fuel");
+    assert_eq!(
+        v["replayed"]["error"]["fuel"],
+        v["captured"]["failure"]["fuel"]
+    );
+}

@@ -25,8 +25,8 @@ use std::time::{Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -72,6 +72,7 @@ pub(crate) fn router(service: AppState) -> Router {
         .route("/v1/groups/{group}/config", put(put_group_config))
         .route("/v1/groups/{group}/assign", post(assign))
         .route("/v1/groups/{group}/assignment", get(get_assignment))
+        .route("/v1/groups/{group}/capture", get(get_capture))
         .route("/v1/admin/tenants", get(admin::tenants))
         .route(
             "/v1/admin/tenants/{tenant}/limits",
@@ -541,6 +542,34 @@ fn target_answer(t: &Tenant, c: &Coordinator, group: &str) -> Result<Json<Value>
             ),
         )),
     }
+}
+
+/// The capture of the group's last failed computation (the SDK's `.capture` format: input,
+/// assignor, configuration, limits, error, fuel), for `assignor replay`.
+async fn get_capture(
+    TenantCaller(t): TenantCaller,
+    Path(group): Path<String>,
+) -> Result<Response, ApiError> {
+    blocking(&t, move |t| {
+        let c = &t.state().coordinator;
+        c.describe(&group)?;
+        match c.last_capture(&group) {
+            Some(bytes) => Ok((
+                [(header::CONTENT_TYPE, "application/octet-stream")],
+                bytes.to_vec(),
+            )
+                .into_response()),
+            None => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "RESOURCE_NOT_FOUND",
+                format!(
+                    "group `{group}` has no failed computation captured: captures are taken when \
+                     an assignment fails"
+                ),
+            )),
+        }
+    })
+    .await
 }
 
 async fn describe(

@@ -64,6 +64,19 @@ pub enum GroupCommand {
     Assignment(GroupArgs),
     /// Epochs, the assignor of the next computation, configs, members, the last failure.
     Describe(GroupArgs),
+    /// Download the capture of the group's last failed computation, for `assignor replay`.
+    Capture(CaptureArgs),
+}
+
+#[derive(Args)]
+pub struct CaptureArgs {
+    /// The group id.
+    group: String,
+    /// Where to write it; default `<group>.capture` in the current directory.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerArgs,
 }
 
 #[derive(Args)]
@@ -265,7 +278,31 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             let s = Session::open(&args.server)?;
             s.print(s.client.describe(&args.group), describe_text)
         }
+        Command::Group(GroupCommand::Capture(args)) => capture(args),
     }
+}
+
+fn capture(args: CaptureArgs) -> anyhow::Result<ExitCode> {
+    let s = Session::open(&args.server)?;
+    let bytes = match s.client.capture(&args.group) {
+        Ok(bytes) => bytes,
+        Err(e) => return s.fail(e),
+    };
+    let path = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("{}.capture", args.group.replace('/', "_"))));
+    std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+    if s.json {
+        println!("{}", json!({ "capture": path, "bytes": bytes.len() }));
+    } else {
+        println!(
+            "wrote {} ({} bytes); rerun it with `assignor replay {0}` (add --assignor FILE.wasm \
+             for an uploaded component)",
+            path.display(),
+            bytes.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn upload(args: UploadArgs) -> anyhow::Result<ExitCode> {
