@@ -333,32 +333,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(file) => ServiceConfig::load(Some(file), &overrides)?,
         None => ServiceConfig::demo(&overrides)?,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let service = Service::open(&config)?;
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", config.listen))?;
-        let addr = listener.local_addr()?;
-        eprintln!(
-            "assignor service listening on http://{addr} (data in {}, {} tenant(s)); Ctrl-C stops it",
-            config.data_dir.display(),
-            config.tenants.len()
-        );
-        if demo {
-            eprintln!("{}", demo_hints(&addr.to_string()));
-        }
-        service
-            .serve(listener, async {
-                let _ = tokio::signal::ctrl_c().await;
-                eprintln!("shutting down: finishing requests in flight");
-            })
-            .await?;
-        anyhow::Ok(())
-    })?;
+    let service = Service::open(&config)?;
+    let listener = std::net::TcpListener::bind(config.listen)
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "assignor service listening on http://{addr} (data in {}, {} tenant(s)); Ctrl-C or \
+         SIGTERM stops it, finishing requests in flight",
+        config.data_dir.display(),
+        config.tenants.len()
+    );
+    if demo {
+        eprintln!("{}", demo_hints(&addr.to_string()));
+    }
+    service.run(listener).context("serving")?;
     Ok(ExitCode::SUCCESS)
 }
 
