@@ -503,10 +503,18 @@ fn targets(
             .sum()
     };
     let (mut below, mut at) = (Vec::new(), Vec::new());
-    let (mut lo, mut hi) = (
-        1u32,
-        active.iter().max().copied().unwrap_or(0) + total as u32,
-    );
+    // The level is at least the least loaded member's plus one; the search doubles its step
+    // from there until the level is reached (it is by the top active count plus `total`).
+    let least = active.iter().min().copied().unwrap_or(0);
+    let (mut lo, mut step) = (least + 1, (total as u32).div_ceil(m as u32).max(1));
+    let mut hi = loop {
+        room(lo + step, &mut at);
+        if reach(&at) >= total {
+            break lo + step;
+        }
+        lo += step + 1;
+        step *= 2;
+    };
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         room(mid, &mut at);
