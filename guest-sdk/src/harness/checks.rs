@@ -85,13 +85,15 @@ impl fmt::Display for Report {
     }
 }
 
-/// `group` with each member's current active and standby tasks replaced by `assignment`'s:
-/// the input of the next rebalance.
+/// `group` with each member's current active and standby tasks replaced by `assignment`'s
+/// and its warm-up tasks cleared (an assignment has none): the input of the next rebalance.
+/// Offsets are kept.
 pub fn with_current(group: &GroupSpec, assignment: &GroupAssignment) -> GroupSpec {
     let mut next = group.clone();
     for (m, a) in next.members.iter_mut().zip(&assignment.members) {
         m.active_tasks = a.active_tasks.clone();
         m.standby_tasks = a.standby_tasks.clone();
+        m.warmup_tasks = crate::TaskSet::new();
     }
     next
 }

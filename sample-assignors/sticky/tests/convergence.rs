@@ -1,37 +1,44 @@
-//! Convergence in the spirit of Kafka Streams' `TaskAssignorConvergenceTest`: random sequences
-//! of members joining and leaving, each output fed back as the current assignment.
+//! Convergence in the spirit of Kafka Streams' `TaskAssignorConvergenceTest`, driven by the
+//! SDK harness: random groups, random sequences of members joining and leaving, each output
+//! fed back as the current assignment.
 
-mod common;
-
-use common::*;
+use assignor_sdk::harness::{self, Report, checks, strategy};
+use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use proptest::prelude::*;
+use sticky_assignor::StickyAssignor;
+
+/// What holds after every event: valid, actives within one per member, standbys in full on
+/// other processes, and a fixed point.
+fn promised(
+    run: &harness::Run<'_>,
+    group: &GroupSpec,
+    topology: &Topology,
+    a: &GroupAssignment,
+) -> Report {
+    Report::default()
+        .with(checks::valid(group, topology, a))
+        .with(checks::active_balance(group, a, 1))
+        .with(checks::standby_placement(group, topology, a))
+        .with(checks::fixed_point(run, group, topology, a))
+}
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// After every join or leave the assignment is valid, balanced in actives and a fixed point.
+    /// After every join or leave the assignment is valid, balanced in actives, has its
+    /// standbys and is a fixed point.
     #[test]
     fn every_event_leaves_a_valid_fixed_point(
-        processes in 1usize..=8,
-        subtopologies in prop::collection::vec((1u32..=12, any::<bool>()), 1..=3),
-        standbys in 0u32..=2,
-        events in prop::collection::vec((any::<bool>(), any::<u16>()), 1..=12),
+        (group, topology) in strategy::groups(strategy::GroupBounds {
+            members: (1, 20),
+            ..Default::default()
+        }),
+        events in strategy::churn(12),
     ) {
-        let topology = topology(&subtopologies);
-        let mut group = group(members_on(&vec![1; processes]), standbys);
-        let mut joined = 0;
-        for (join, pick) in events {
-            if join || group.members.len() == 1 {
-                let p = pick as usize % (processes + 2);
-                group.members.push(member(&format!("j{joined}"), &format!("p{p}")));
-                joined += 1;
-            } else {
-                group.members.remove(pick as usize % group.members.len());
-            }
-            let a = assign(&group, &topology);
-            prop_assert!(spread(&actives(&a)) <= 1);
-            assert_fixed_point(&group, &topology, &a);
-            group = with_current(&group, &a);
-        }
+        let run = harness::native(&StickyAssignor);
+        let outcome = harness::converge(&run, &group, &topology, events, |g, t, a| {
+            promised(&run, g, t, a)
+        });
+        prop_assert!(outcome.is_ok(), "{:?}", outcome.err());
     }
 }

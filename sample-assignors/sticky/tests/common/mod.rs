@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use assignor_sdk::harness::{self, checks};
 use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskId,
-    TaskSet, Topology,
+    Topology,
 };
 use sticky_assignor::StickyAssignor;
 
@@ -80,51 +81,26 @@ pub fn assign(group: &GroupSpec, topology: &Topology) -> GroupAssignment {
     a
 }
 
-/// Validation plus: no process holds a task twice, and every stateful task has exactly
+/// The harness's `valid` and `standby-placement` checks: the runtime's validation, no
+/// process holding a task twice, and every stateful task with exactly
 /// `min(numStandbyReplicas, processes - 1)` standbys.
 pub fn check(group: &GroupSpec, topology: &Topology, a: &GroupAssignment) {
-    assignor_sdk::validate(group, topology, a).unwrap_or_else(|e| panic!("invalid: {e}"));
-    let processes: BTreeSet<&str> = group
-        .members
-        .iter()
-        .map(|m| m.process_id.as_str())
-        .collect();
-    let replicas = (group.configs.num_standby_replicas as usize).min(processes.len() - 1);
-    let mut holders: BTreeMap<TaskId, Vec<&str>> = BTreeMap::new();
-    for (m, out) in group.members.iter().zip(&a.members) {
-        for &task in out.active_tasks.iter().chain(&out.standby_tasks) {
-            holders.entry(task).or_default().push(&m.process_id);
-        }
-    }
-    for task in topology.tasks() {
-        let h = &holders[&task];
-        let distinct: BTreeSet<_> = h.iter().collect();
-        assert_eq!(
-            distinct.len(),
-            h.len(),
-            "{task} twice on one process: {h:?}"
-        );
-        let stateful = topology.subtopology(task).unwrap().is_stateful;
-        let expected = if stateful { replicas } else { 0 };
-        assert_eq!(h.len() - 1, expected, "{task} has {} standbys", h.len() - 1);
-    }
+    harness::Report::default()
+        .with(checks::valid(group, topology, a))
+        .with(checks::standby_placement(group, topology, a))
+        .assert_passed();
 }
 
 /// `group` with `a` as every member's current assignment (warm-ups cleared, offsets kept).
 pub fn with_current(group: &GroupSpec, a: &GroupAssignment) -> GroupSpec {
-    let mut next = group.clone();
-    for (m, out) in next.members.iter_mut().zip(&a.members) {
-        m.active_tasks = out.active_tasks.clone();
-        m.standby_tasks = out.standby_tasks.clone();
-        m.warmup_tasks = TaskSet::new();
-    }
-    next
+    harness::with_current(group, a)
 }
 
 /// Fails unless assigning again with `a` as the current assignment gives `a`.
 pub fn assert_fixed_point(group: &GroupSpec, topology: &Topology, a: &GroupAssignment) {
-    let again = assign(&with_current(group, a), topology);
-    assert_eq!(&again, a, "not a fixed point");
+    let run = harness::native(&StickyAssignor);
+    let outcome = checks::fixed_point(&run, group, topology, a).outcome;
+    outcome.unwrap_or_else(|why| panic!("not a fixed point: {why}"));
 }
 
 /// Per member: active count.
