@@ -2,6 +2,7 @@
 //! codes, a usage report on stderr, and input errors that point at the field.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use assignor_runtime::json::AssignmentDoc;
@@ -256,14 +257,9 @@ fn sticky_builtin_assigns() {
     assert_complete(&doc);
 }
 
-/// A failed `assign` writes a capture and says how to replay it; `replay` reruns it to the same
-/// error and fuel (exit 0, `reproduced`), needs the component for a component's capture, and
-/// refuses a file that is not a capture.
-#[test]
-fn failed_call_is_captured_and_replays() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let captures = dir.path().join("captures");
-    let captures = captures.to_str().expect("utf-8 path");
+/// Runs the sample on the example with 20000 fuel (it runs out) and captures into `dir`:
+/// the run's stderr and the one capture file written.
+fn capture_out_of_fuel(dir: &Path) -> (String, PathBuf) {
     let out = assignor(
         &[
             "assign",
@@ -274,19 +270,28 @@ fn failed_call_is_captured_and_replays() {
             "--fuel",
             "20000",
             "--capture-dir",
-            captures,
+            dir.to_str().expect("utf-8 path"),
         ],
         None,
     );
     assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("assignor replay"), "{stderr}");
-    let files: Vec<_> = std::fs::read_dir(captures)
+    let files: Vec<_> = std::fs::read_dir(dir)
         .expect("capture dir")
         .map(|e| e.expect("entry").path())
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
-    let file = files[0].to_str().expect("utf-8 path");
+    (text(&out.stderr), files[0].clone())
+}
+
+/// A failed `assign` writes a capture and says how to replay it; `replay` reruns it to the same
+/// error and fuel (exit 0, `reproduced`), needs the component for a component's capture, and
+/// refuses a file that is not a capture.
+#[test]
+fn failed_call_is_captured_and_replays() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (stderr, file) = capture_out_of_fuel(&dir.path().join("captures"));
+    assert!(stderr.contains("assignor replay"), "{stderr}");
+    let file = file.to_str().expect("utf-8 path");
 
     let out = assignor(&["replay", file], None);
     assert_eq!(out.status.code(), Some(2));
@@ -301,78 +306,31 @@ fn failed_call_is_captured_and_replays() {
     assert_eq!(v["replayed"]["error"]["fuel"], 20000);
 
     let out = assignor(&["replay", file, "--assignor", SAMPLE], None);
-    assert!(
-        text(&out.stdout).contains("reproduced"),
-        "{}",
-        text(&out.stdout)
-    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("reproduced"), "{stdout}");
 
     let out = assignor(&["replay", EXAMPLE], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a capture file"));
 }
 
-/// A capture of a call that failed differently (here: more fuel now) is reported as differing,
-/// exit 1.
+/// A successful call writes no capture; a capture replayed with another assignor (here the
+/// built-in, which succeeds) is reported as differing, exit 1.
 #[test]
 fn replay_reports_a_difference() {
     let dir = tempfile::tempdir().expect("temp dir");
     let captures = dir.path().to_str().expect("utf-8 path");
-    let out = assignor(
-        &[
-            "assign",
-            "--assignor",
-            "sticky",
-            "--input",
-            EXAMPLE,
-            "--capture-dir",
-            captures,
-        ],
-        None,
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "the built-in succeeds: no capture"
-    );
+    let args = ["assign", "--assignor", "sticky", "--input", EXAMPLE];
+    let out = assignor(&[&args[..], &["--capture-dir", captures]].concat(), None);
+    assert_eq!(out.status.code(), Some(0));
     assert_eq!(std::fs::read_dir(captures).expect("dir").count(), 0);
 
-    let out = assignor(
-        &[
-            "assign",
-            "--assignor",
-            SAMPLE,
-            "--input",
-            EXAMPLE,
-            "--fuel",
-            "20000",
-            "--capture-dir",
-            captures,
-        ],
-        None,
-    );
+    let (_, file) = capture_out_of_fuel(dir.path());
+    let file = file.to_str().expect("utf-8 path");
+    let out = assignor(&["replay", file, "--assignor", "balanced"], None);
     assert_eq!(out.status.code(), Some(1));
-    let file = std::fs::read_dir(captures)
-        .expect("dir")
-        .next()
-        .expect("a capture")
-        .expect("entry")
-        .path();
-    let out = assignor(
-        &[
-            "replay",
-            file.to_str().expect("utf-8"),
-            "--assignor",
-            "balanced",
-        ],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stdout).contains("DIFFERS"),
-        "{}",
-        text(&out.stdout)
-    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("DIFFERS"), "{stdout}");
 }
 
 /// `check` passes the embedded sample (exit 0, JSON verdict) and fails a file that is not a
