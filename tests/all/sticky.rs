@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use assignor_runtime::{Assignor, Limits};
 use assignor_sdk::harness::strategy::{self, GroupBounds};
+use assignor_tests::bench_input::{Mode, SIZES, generate};
 use assignor_tests::guests;
 use proptest::prop_assert;
 use proptest::prop_assert_eq;
@@ -52,6 +53,23 @@ fn example_agrees() {
     let (a, _) = native.assign(&group, &topology).expect("native");
     let (b, _) = component.assign(&group, &topology).expect("sandboxed");
     assert_eq!(a, b);
+}
+
+/// On the benchmark's generated groups at 100 members (2048 tasks; 0 and 1 standby; cold,
+/// previous and churned), large enough to exercise every pass, both ways agree.
+#[test]
+fn benchmark_groups_agree() {
+    let rt = runtime(Limits::default());
+    let component = load(&rt, guests::STICKY, &[]);
+    let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
+    for standbys in [0, 1] {
+        for mode in Mode::ALL {
+            let (group, topology) = generate(SIZES[1], standbys, mode);
+            let (a, _) = native.assign(&group, &topology).expect("native");
+            let (b, _) = component.assign(&group, &topology).expect("sandboxed");
+            assert_eq!(a, b, "{mode:?} with {standbys} standbys");
+        }
+    }
 }
 
 /// The `rack-aware` built-in takes Kafka's `rack.aware.assignment.*` keys from the broker
