@@ -393,6 +393,8 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     let rank = |below_floor: bool, below_fair: bool, spare: u32| {
         u64::from(below_floor) << 33 | u64::from(below_fair) << 32 | u64::from(spare)
     };
+    // Per ring position: its member's rank, updated as the member is dealt tasks.
+    let mut key = vec![0u64; n];
     // How many ring members have each spare value, and the largest: a member below its floor
     // with that much to spare is as good as any, so the search can stop there.
     let mut needing: Vec<u32> = Vec::new();
@@ -422,6 +424,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 needing.resize(v + 1, 0);
             }
             needing[v] += 1;
+            key[look] = rank(count[r] < floor, count[r] < fair, spare[r]);
             look = next[look];
             if look == at {
                 break;
@@ -433,18 +436,14 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 continue;
             }
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
-            let of = |r: u32| {
-                let r = r as usize;
-                rank(count[r] < floor, count[r] < fair, spare[r])
-            };
-            let (mut pos, mut best) = (at, of(ring[at]));
+            let (mut pos, mut best) = (at, key[at]);
             if best != top {
                 let mut look = next[at];
                 for _ in 1..LOOKAHEAD.min(n) {
                     if look == at {
                         break;
                     }
-                    let k = of(ring[look]);
+                    let k = key[look];
                     if k > best {
                         (pos, best) = (look, k);
                         if k == top {
@@ -463,6 +462,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             needing[v] -= 1;
             deficit[r] -= 1;
             spare[r] -= 1;
+            key[pos] = rank(count[r] < floor, count[r] < fair, spare[r]);
             if deficit[r] > 0 {
                 needing[v - 1] += 1;
             }
