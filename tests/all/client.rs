@@ -7,12 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::thread;
 
 use assignor_runtime::client::{Client, ClientError};
 use assignor_runtime::json::AssignmentDoc;
-use assignor_runtime::service::Service;
-use assignor_runtime::service::config::{ServiceConfig, token_sha256};
+use assignor_runtime::service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::Value;
 
@@ -113,21 +111,18 @@ fn assignor(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
     }
 }
 
-/// A service with tenant `a` on 127.0.0.1:0 in its own runtime thread; stopped on drop.
+/// A service with tenant `a` on 127.0.0.1:0 (the service tests' server), with its own data
+/// directory; stopped on drop, before the directory goes.
 struct Server {
     url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
+    _server: crate::service::Server,
     _data: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Self {
         let data = tempfile::tempdir().expect("tempdir");
-        let hash: String = token_sha256(TOKEN)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hash = crate::service::sha256_hex(TOKEN);
         let config = ServiceConfig::load(
             None,
             &[
@@ -138,28 +133,10 @@ impl Server {
             ],
         )
         .expect("valid service config");
-        let service = Service::open(&config).expect("the service opens");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind loopback");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = thread::spawn(move || {
-            runtime
-                .block_on(service.serve(listener, async {
-                    let _ = stopped.await;
-                }))
-                .expect("serves");
-        });
+        let server = crate::service::Server::start(&config);
         Self {
-            url,
-            stop: Some(stop),
-            thread: Some(thread),
+            url: server.base.clone(),
+            _server: server,
             _data: data,
         }
     }
@@ -176,17 +153,6 @@ impl Server {
             .chain(["--server", &self.url, "--token", TOKEN])
             .collect();
         assignor(&args, &[], stdin)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            t.join().expect("the server thread ends cleanly");
-        }
     }
 }
 
