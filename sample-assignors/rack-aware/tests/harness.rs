@@ -110,7 +110,11 @@ fn promised(assignor: &RackAwareAssignor, group: &GroupSpec, topology: &Topology
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// On random groups with racks every promise holds, and the optimisation applies.
     #[test]
@@ -121,8 +125,8 @@ proptest! {
         prop_assert_eq!(out.decision, Decision::Optimised);
     }
 
-    /// Under random joins and leaves (each joining member in its process's rack and zone), every output
-    /// fed back, every promise holds at every step.
+    /// Under random joins and leaves (each joining member in its process's rack and zone),
+    /// every output fed back, every promise holds at every step.
     #[test]
     fn promises_hold_under_churn(
         (group, topology, assignor) in racked_groups(),

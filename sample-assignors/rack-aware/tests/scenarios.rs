@@ -10,8 +10,8 @@ use sticky_assignor::StickyAssignor;
 
 /// 12 members over 3 racks (4 per rack, 2 per process), two stateful and one stateless
 /// subtopology of 16 partitions reading one topic each, skewed: a partition's replicas sit in
-/// rack `r2` for every fourth partition, `r1` for the next, `r0` for the other half, while a third of the
-/// members are in each rack.
+/// rack `r2` for every fourth partition, `r1` for the next, `r0` for the other half, while a
+/// third of the members are in each rack.
 fn skewed() -> (GroupSpec, Topology) {
     let topology = topology(&[(16, true), (16, true), (16, false)], 1, 3, |s, _, p| {
         let p = p as usize + s;
