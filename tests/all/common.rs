@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use assignor_runtime::{ComponentAssignor, Limits, Runtime, TaskAssignorError};
-use assignor_sdk::{GroupSpec, Topology};
+use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use assignor_tests::guests;
 
 /// The JSON contract's example group (two subtopologies, one stateless, one standby).
@@ -41,4 +41,17 @@ pub fn next_call_succeeds(runtime: &Runtime) {
         .expect("a good assignor works right after a hostile one");
     assert_eq!(assignment.members.len(), group.members.len());
     assert!(usage.fuel.is_some_and(|f| f > 0));
+}
+
+/// A component as a harness run: the real sandbox, its output not yet validated so that the
+/// harness's own `valid` check sees what the guest returned.
+pub fn sandboxed(
+    component: &ComponentAssignor,
+) -> impl Fn(&GroupSpec, &Topology) -> Result<GroupAssignment, String> + '_ {
+    move |group, topology| {
+        component
+            .assign_unvalidated(group, topology)
+            .map(|(a, _)| a)
+            .map_err(|e| e.to_string())
+    }
 }

@@ -4,26 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::{ComponentAssignor, Limits};
+use assignor_runtime::Limits;
 use assignor_sdk::harness::{self, Report, Run, checks, strategy};
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 use assignor_tests::guests;
 use proptest::test_runner::{Config, TestRunner};
 
-use crate::common::{example, load, runtime};
-
-/// A component as a harness [`Run`]: the real sandbox, default limits, output not yet
-/// validated so that the harness's own checks see what the guest returned.
-fn sandboxed(
-    component: &ComponentAssignor,
-) -> impl Fn(&GroupSpec, &Topology) -> Result<GroupAssignment, String> + '_ {
-    move |group, topology| {
-        component
-            .assign_unvalidated(group, topology)
-            .map(|(a, _)| a)
-            .map_err(|e| e.to_string())
-    }
-}
+use crate::common::{example, load, runtime, sandboxed};
 
 /// `sticky`'s promises that hold on every input: valid, actives within one, standbys in
 /// full on other processes, a fixed point, and minimum movement. Its active+standby balance

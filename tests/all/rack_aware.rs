@@ -5,16 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::{Assignor, ComponentAssignor, ErrorKind, Limits};
+use assignor_runtime::{Assignor, ErrorKind, Limits};
 use assignor_sdk::harness::strategy::{self, GroupBounds};
 use assignor_sdk::harness::{Report, checks};
-use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
+use assignor_sdk::{GroupSpec, Topology};
 use assignor_tests::bench_input::with_racks;
 use assignor_tests::guests;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
-use crate::common::{load, runtime, try_load};
+use crate::common::{load, runtime, sandboxed, try_load};
 
 /// Kafka-test sized harness groups (stale and conflicting current assignments, tags in some)
 /// given one to four racks by [`with_racks`].
@@ -31,19 +31,6 @@ fn racked_groups() -> impl Strategy<Value = (GroupSpec, Topology)> {
             (group, topology)
         },
     )
-}
-
-/// A component as a harness run: the real sandbox, its output not yet validated so that the
-/// harness's own `valid` check sees what the guest returned.
-fn sandboxed(
-    component: &ComponentAssignor,
-) -> impl Fn(&GroupSpec, &Topology) -> Result<GroupAssignment, String> + '_ {
-    move |group, topology| {
-        component
-            .assign_unvalidated(group, topology)
-            .map(|(a, _)| a)
-            .map_err(|e| e.to_string())
-    }
 }
 
 /// For each strategy (and non-default costs), on random groups with racks the sandboxed
