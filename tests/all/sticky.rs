@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use assignor_runtime::{Assignor, Limits};
+use assignor_sdk::Member;
+use assignor_sdk::harness;
 use assignor_sdk::harness::strategy::{self, GroupBounds};
-use assignor_tests::bench_input::{Mode, SIZES, generate};
+use assignor_sdk::harness::suite::{self, Case};
 use assignor_tests::guests;
 use proptest::prop_assert;
 use proptest::prop_assert_eq;
@@ -55,19 +57,39 @@ fn example_agrees() {
     assert_eq!(a, b);
 }
 
-/// On the benchmark's generated groups at 100 members (2048 tasks; 0 and 1 standby; cold,
-/// previous and churned), large enough to exercise every pass, both ways agree.
+/// On 100-member groups (2048 tasks over stateful and stateless subtopologies; 0 and 1
+/// standby), large enough to exercise every pass, both ways agree: cold, with the previous
+/// assignment current, and after a tenth of the members left and as many joined on new
+/// processes.
 #[test]
-fn benchmark_groups_agree() {
+fn large_groups_agree() {
     let rt = runtime(Limits::default());
     let component = load(&rt, guests::STICKY, &[]);
     let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
     for standbys in [0, 1] {
-        for mode in Mode::ALL {
-            let (group, topology) = generate(SIZES[1], standbys, mode);
-            let (a, _) = native.assign(&group, &topology).expect("native");
-            let (b, _) = component.assign(&group, &topology).expect("sandboxed");
-            assert_eq!(a, b, "{mode:?} with {standbys} standbys");
+        let Case {
+            mut group,
+            topology,
+            ..
+        } = suite::sized(100, 2048);
+        group.configs.num_standby_replicas = standbys;
+        let (cold, _) = native.assign(&group, &topology).expect("native");
+        let previous = harness::with_current(&group, &cold);
+        let mut churned = previous.clone();
+        churned.members.retain(|m| !m.member_id.ends_with('3'));
+        churned.members.extend((0..10).map(|i| Member {
+            member_id: format!("joined-{i}"),
+            process_id: format!("new-p{}", i / 2),
+            ..Member::default()
+        }));
+        for (mode, g) in [
+            ("cold", &group),
+            ("previous", &previous),
+            ("churn", &churned),
+        ] {
+            let (a, _) = native.assign(g, &topology).expect("native");
+            let (b, _) = component.assign(g, &topology).expect("sandboxed");
+            assert_eq!(a, b, "{mode} with {standbys} standbys");
         }
     }
 }
