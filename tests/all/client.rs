@@ -17,12 +17,13 @@ use serde_json::Value;
 const TOKEN: &str = "token-of-tenant-a";
 const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
 
-/// The `assignor` binary, built once per test run by a nested `cargo build` into this run's
-/// target directory and profile: integration tests only get their own package's binaries,
-/// and this one belongs to `assignor-runtime`. Cargo holds no build lock while tests run.
-/// Under `cargo test -p assignor-tests` every crate is already compiled and the nested build
-/// only links; under `cargo test --workspace`, whose feature unification differs (sticky's
-/// `component` feature), it compiles its own sample assignors and runtime once (not wasmtime).
+/// The `assignor` binary: integration tests only get their own package's binaries, and this
+/// one belongs to `assignor-runtime`, so a nested `cargo test --workspace --no-run` in this
+/// run's profile and target directory names it. Under the README's `cargo test --workspace`
+/// that build is exactly the outer one, already done: nothing compiles, and nothing the outer
+/// build made is replaced (the sample crates' `rlib`s have no hash in their file names, as
+/// they are also `cdylib`s, so a build with other features would overwrite them). Cargo holds
+/// no build lock while tests run.
 fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
@@ -37,7 +38,7 @@ fn binary() -> &'static Path {
         };
         let output = Command::new(env!("CARGO"))
             .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .args(["build", "-p", "assignor-runtime", "--bin", "assignor"])
+            .args(["test", "--workspace", "--no-run"])
             .args([
                 "--message-format=json",
                 "--profile",
@@ -56,7 +57,12 @@ fn binary() -> &'static Path {
         stdout
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "assignor")
+            // The binary itself, not its unit-test harness (also named `assignor`).
+            .find(|m| {
+                m["reason"] == "compiler-artifact"
+                    && m["target"]["name"] == "assignor"
+                    && m["profile"]["test"] == false
+            })
             .and_then(|m| m["executable"].as_str().map(PathBuf::from))
             .expect("cargo reports the assignor executable")
     })
