@@ -61,6 +61,48 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Removes `key`; durable when it returns. Removing a key that is not there is `Ok`.
     fn delete(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Stores `value` under `key` like [`put`](Store::put), but may return before the change
+    /// is durable: [`sync`](Store::sync) with the returned token waits for that. Group commit
+    /// is built on this: callers write in their own order (under their own lock) and wait for
+    /// durability after releasing it, so concurrent writers share one flush.
+    ///
+    /// When it returns `Ok` the change is ordered after every earlier write, `put` and
+    /// `delete` of this store and survives a crash of the *process*; until `sync` returns, a
+    /// crash of the *machine* may lose it (the key then holds its old value, never a mix).
+    /// The default writes durably at once.
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.put(key, value).map(|()| SyncToken::DURABLE)
+    }
+
+    /// Blocks until the write behind `token`, and every write before it, is durable.
+    /// Concurrent callers share one flush. Once a flush has failed, the store's durable state
+    /// is unknown and every later `sync` fails too (retrying `fsync` after an error can report
+    /// success for data that was dropped); the process must be restarted to reload it.
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        let _ = token;
+        Ok(())
+    }
+}
+
+/// The place of a [`Store::put_unsynced`] write in its store's order, to wait for with
+/// [`Store::sync`]. Only meaningful to the store that issued it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SyncToken(u64);
+
+impl SyncToken {
+    /// The token of a write that was durable when it returned: `sync` has nothing to wait for.
+    pub const DURABLE: SyncToken = SyncToken(0);
+
+    /// The token of a store's `sequence`-th write (counting from 1).
+    pub fn new(sequence: u64) -> Self {
+        Self(sequence)
+    }
+
+    /// The sequence number this token stands for (0 for [`SyncToken::DURABLE`]).
+    pub fn sequence(self) -> u64 {
+        self.0
+    }
 }
 
 /// Why a store operation failed. Each variant names the directory, file or backend, and the

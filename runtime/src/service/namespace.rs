@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, SyncToken};
 
 /// A [`Store`] confined to the keys under one prefix.
 #[derive(Debug)]
@@ -41,6 +41,14 @@ impl Store for Namespaced {
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.inner.delete(&format!("{}{key}", self.prefix))
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.inner.put_unsynced(&format!("{}{key}", self.prefix), value)
+    }
+
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        self.inner.sync(token)
     }
 }
 
