@@ -8,13 +8,18 @@
 //! success: a failure keeps the previous target and epoch, is recorded on the group, surfaces
 //! as `UNKNOWN_SERVER_ERROR`, and is retried on a later trigger after a backoff.
 //!
-//! Every change is persisted through the [`Store`] before it becomes visible, so a restart (or
-//! a crash at any point) finds exactly the committed state.
+//! Every change is written to the [`Store`] before it becomes visible, so a restart (or a
+//! crash at any point) finds exactly the committed state.
 //!
 //! A computation is three steps so that a service can run the assignor without holding the
 //! coordinator: [`Coordinator::plan`] snapshots the input, [`AssignmentJob::run`] calls the
 //! assignor, [`Coordinator::commit`] stores the outcome. [`Coordinator::compute_target`] does
 //! all three.
+//!
+//! [`Coordinator::commit_unsynced`] splits the last step once more, for group commit: the new
+//! target is written (ordered, safe from a crash of the process) and made current, and the
+//! returned [`Pending`] waits for it to be durable *after* the caller has released the
+//! coordinator, so that concurrent commits share one flush of the store.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,7 +35,7 @@ use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, parse_list};
 use crate::error::TaskAssignorError;
 use crate::registry::Registry;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, SyncToken};
 use crate::usage::Usage;
 
 /// Group config key selecting the assignor by name (KIP-1357).
@@ -295,7 +300,27 @@ pub struct Coordinator {
     groups: BTreeMap<String, GroupState>,
     /// Per group, the capture of its last failed computation (see [`Coordinator::last_capture`]).
     captures: BTreeMap<String, Vec<u8>>,
+    /// The token of the latest write, for [`Coordinator::pending_writes`].
+    last_write: SyncToken,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
+}
+
+/// A committed change that may not be durable yet (see [`Coordinator::commit_unsynced`]).
+#[must_use = "a change may be acknowledged only once `wait` has returned Ok"]
+#[derive(Debug)]
+pub struct Pending {
+    store: Arc<dyn Store>,
+    token: SyncToken,
+}
+
+impl Pending {
+    /// Blocks until the change (and every change before it) is durable; concurrent waiters
+    /// share one flush. An error means the store could not flush: the change is current in
+    /// memory but may not survive a crash of the machine, and the store refuses every later
+    /// write until the process is restarted and reloads what is durable.
+    pub fn wait(self) -> Result<(), CoordinatorError> {
+        Ok(self.store.sync(self.token)?)
+    }
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -333,6 +358,7 @@ impl Coordinator {
             store,
             groups,
             captures,
+            last_write: SyncToken::DURABLE,
             clock: Box::new(SystemTime::now),
         })
     }
@@ -649,6 +675,16 @@ impl Coordinator {
     /// was computed for), or records the failure and its retry time and returns it as
     /// `UNKNOWN_SERVER_ERROR`; the previous target is untouched either way until stored.
     pub fn commit(&mut self, done: CompletedJob) -> Result<(), CoordinatorError> {
+        self.commit_unsynced(done)?.wait()
+    }
+
+    /// [`commit`](Self::commit) for group commit: a new target is written and made current,
+    /// and the returned [`Pending`] waits until it is durable — call it after releasing the
+    /// coordinator, and acknowledge the target only once it returns. Until then a crash of
+    /// the machine (not of the process) may lose the target; the group then keeps its previous
+    /// one, as after a failed computation. A failure is recorded durably before this returns:
+    /// failures are rare, and backoff must survive.
+    pub fn commit_unsynced(&mut self, done: CompletedJob) -> Result<Pending, CoordinatorError> {
         let CompletedJob { job, outcome } = done;
         let now = (self.clock)();
         let group = job.group_id.clone();
@@ -661,7 +697,7 @@ impl Coordinator {
                     .map(|m| m.member_id.clone())
                     .zip(assignment.members)
                     .collect();
-                self.update(&group, |g| {
+                let ((), token) = self.update_unsynced(&group, |g| {
                     if g.target
                         .as_ref()
                         .is_some_and(|t| t.epoch >= job.group_epoch)
@@ -687,7 +723,7 @@ impl Coordinator {
                     wall_time_us = usage.wall_time.as_micros() as u64,
                     "target assignment committed"
                 );
-                Ok(())
+                Ok(self.pending(token))
             }
             Err(error) => {
                 self.capture_failure(&job, &error);
@@ -783,21 +819,50 @@ impl Coordinator {
         self.captures.insert(job.group_id.clone(), bytes);
     }
 
-    /// Applies `change` to a copy of `group`'s state (a new group if absent), persists the
-    /// copy, and only then makes it current: a failed store leaves nothing changed.
+    /// A handle that waits until every change made so far is durable: what a reader waits
+    /// on before answering a state that a concurrent [`commit_unsynced`](Self::commit_unsynced)
+    /// may not have flushed yet. Returns at once when all is flushed.
+    pub fn pending_writes(&self) -> Pending {
+        self.pending(self.last_write)
+    }
+
+    fn pending(&self, token: SyncToken) -> Pending {
+        Pending {
+            store: self.store.clone(),
+            token,
+        }
+    }
+
+    /// [`update_unsynced`](Self::update_unsynced), then waits for the change to be durable.
     fn update<R>(
         &mut self,
         group: &str,
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<R, CoordinatorError> {
+        let (result, token) = self.update_unsynced(group, change)?;
+        self.pending(token).wait()?;
+        Ok(result)
+    }
+
+    /// Applies `change` to a copy of `group`'s state (a new group if absent), writes the copy,
+    /// and only then makes it current: a failed write leaves nothing changed. Returns the
+    /// write's token ([`SyncToken::DURABLE`] when nothing changed).
+    fn update_unsynced<R>(
+        &mut self,
+        group: &str,
+        change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
+    ) -> Result<(R, SyncToken), CoordinatorError> {
         let mut state = self.groups.get(group).cloned().unwrap_or_default();
         let result = change(&mut state)?;
-        if self.groups.get(group) != Some(&state) {
-            self.store
-                .put(&format!("{GROUP_KEY_PREFIX}{group}"), &encode(&state))?;
-            self.groups.insert(group.to_owned(), state);
+        if self.groups.get(group) == Some(&state) {
+            return Ok((result, SyncToken::DURABLE));
         }
-        Ok(result)
+        let token = self
+            .store
+            .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &encode(&state))?;
+        self.last_write = self.last_write.max(token);
+        self.groups.insert(group.to_owned(), state);
+        Ok((result, token))
     }
 }
 

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use assignor_sdk::{
-    AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskId,
-    TaskSet, Topology,
+    AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, SourceTopic,
+    Subtopology, TaskId, TaskSet, Topology,
 };
 use serde::{Deserialize, Serialize};
 
@@ -264,35 +264,119 @@ pub struct MemberAssignmentDoc {
     pub standby_tasks: TaskMap,
 }
 
-/// Renders an assignment of `group` as the output document.
-pub fn assignment_doc(
-    group: &GroupSpec,
-    topology: &Topology,
-    assignment: &GroupAssignment,
-) -> AssignmentDoc {
-    let map = |tasks: &TaskSet| {
-        let mut out = TaskMap::new();
-        for &t in tasks {
-            let id = topology.subtopology_id(t).unwrap_or("?").to_owned();
-            out.entry(id).or_default().push(t.partition);
-        }
-        out
-    };
-    AssignmentDoc {
-        members: group
+/// Renders an assignment of `group` as the output document (the JSON of [`AssignmentDoc`]).
+pub fn assignment_doc<'a>(
+    group: &'a GroupSpec,
+    topology: &'a Topology,
+    assignment: &'a GroupAssignment,
+) -> AssignmentView<'a> {
+    AssignmentView::new(
+        group
             .members
             .iter()
-            .zip(&assignment.members)
-            .map(|(m, a)| {
-                (
-                    m.member_id.clone(),
-                    MemberAssignmentDoc {
-                        active_tasks: map(&a.active_tasks),
-                        standby_tasks: map(&a.standby_tasks),
-                    },
-                )
-            })
-            .collect(),
+            .map(|m| m.member_id.as_str())
+            .zip(&assignment.members),
+        topology,
+    )
+}
+
+/// An assignment serialized as the output document straight from the model: the same JSON as
+/// [`AssignmentDoc`] (members by id, subtopologies by id, partitions ascending) without
+/// building its maps, because the service answers one per assignment, thousands a second.
+#[derive(Debug)]
+pub struct AssignmentView<'a> {
+    /// Sorted by member id.
+    members: Vec<(&'a str, &'a MemberAssignment)>,
+    /// Subtopology indices in the order of their ids.
+    order: Vec<u32>,
+    topology: &'a Topology,
+}
+
+impl<'a> AssignmentView<'a> {
+    /// The document of `members` (id, tasks) over `topology`.
+    pub fn new(
+        members: impl IntoIterator<Item = (&'a str, &'a MemberAssignment)>,
+        topology: &'a Topology,
+    ) -> Self {
+        let mut members: Vec<_> = members.into_iter().collect();
+        members.sort_unstable_by_key(|&(id, _)| id);
+        let subtopologies = &topology.subtopologies;
+        let mut order: Vec<u32> = (0..subtopologies.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| subtopologies[i as usize].id.as_str());
+        Self {
+            members,
+            order,
+            topology,
+        }
+    }
+}
+
+impl Serialize for AssignmentView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+
+        /// One member's tasks, as [`MemberAssignmentDoc`].
+        struct Member<'v>(&'v AssignmentView<'v>, &'v MemberAssignment);
+        /// Subtopology id → partitions of one task set, as [`TaskMap`].
+        struct Tasks<'v>(&'v AssignmentView<'v>, &'v TaskSet);
+        /// The member map.
+        struct Members<'v>(&'v AssignmentView<'v>);
+
+        impl Serialize for Tasks<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let Tasks(view, tasks) = *self;
+                // A task set is sorted by (subtopology index, partition), so each
+                // subtopology's tasks are one run of the slice, found by binary search.
+                let tasks = tasks.as_slice();
+                let mut map = serializer.serialize_map(None)?;
+                for &index in &view.order {
+                    let from = tasks.partition_point(|t| t.subtopology < index);
+                    let to = tasks.partition_point(|t| t.subtopology <= index);
+                    if from < to {
+                        let partitions: Vec<u32> =
+                            tasks[from..to].iter().map(|t| t.partition).collect();
+                        let id = &view.topology.subtopologies[index as usize].id;
+                        map.serialize_entry(id, &partitions)?;
+                    }
+                }
+                // Indices beyond the topology (never in a validated assignment) are listed
+                // under "?" rather than dropped.
+                let stray: Vec<u32> = tasks
+                    .iter()
+                    .filter(|t| t.subtopology as usize >= view.order.len())
+                    .map(|t| t.partition)
+                    .collect();
+                if !stray.is_empty() {
+                    map.serialize_entry("?", &stray)?;
+                }
+                map.end()
+            }
+        }
+
+        impl Serialize for Member<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let Member(view, assignment) = *self;
+                let mut doc = serializer.serialize_struct("MemberAssignmentDoc", 2)?;
+                doc.serialize_field("activeTasks", &Tasks(view, &assignment.active_tasks))?;
+                doc.serialize_field("standbyTasks", &Tasks(view, &assignment.standby_tasks))?;
+                doc.end()
+            }
+        }
+
+        impl Serialize for Members<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let view = self.0;
+                let mut map = serializer.serialize_map(Some(view.members.len()))?;
+                for &(id, assignment) in &view.members {
+                    map.serialize_entry(id, &Member(view, assignment))?;
+                }
+                map.end()
+            }
+        }
+
+        let mut doc = serializer.serialize_struct("AssignmentDoc", 1)?;
+        doc.serialize_field("members", &Members(self))?;
+        doc.end()
     }
 }
 
@@ -406,7 +490,11 @@ mod tests {
         let mut assignment = GroupAssignment::empty_for(&group);
         assignment.members[0].active_tasks =
             [TaskId::new(0, 3), TaskId::new(0, 1), TaskId::new(1, 0)].into();
-        let doc = assignment_doc(&group, &topology, &assignment);
+        let doc: AssignmentDoc = serde_json::from_value(
+            serde_json::to_value(assignment_doc(&group, &topology, &assignment))
+                .expect("serialises"),
+        )
+        .expect("an assignment document");
         assert_eq!(doc.members.len(), 3);
         let a1 = &doc.members["member-a1"];
         assert_eq!(a1.active_tasks["0"], [1, 3]);
@@ -416,6 +504,25 @@ mod tests {
         assert!(
             text.contains(r#""member-b1":{"activeTasks":{},"standbyTasks":{}}"#),
             "{text}"
+        );
+    }
+
+    /// The document lists members and subtopologies in the order of their ids (`"10"` before
+    /// `"2"`, whatever their indices) and never lists a subtopology without tasks.
+    #[test]
+    fn output_is_ordered_by_id() {
+        let (mut group, mut topology) = parse(include_str!("../demo/group.json")).expect("parses");
+        topology.subtopologies[0].id = "2".into();
+        topology.subtopologies[1].id = "10".into();
+        group.members.swap(0, 2);
+        let mut assignment = GroupAssignment::empty_for(&group);
+        assignment.members[2].active_tasks = [TaskId::new(0, 2), TaskId::new(1, 1)].into();
+        assignment.members[2].standby_tasks = [TaskId::new(0, 0)].into();
+        let text = serde_json::to_string(&assignment_doc(&group, &topology, &assignment))
+            .expect("serialises");
+        assert_eq!(
+            text,
+            r#"{"members":{"member-a1":{"activeTasks":{"10":[1],"2":[2]},"standbyTasks":{"2":[0]}},"member-b1":{"activeTasks":{},"standbyTasks":{}},"member-c1":{"activeTasks":{},"standbyTasks":{}}}}"#
         );
     }
 }

@@ -40,10 +40,9 @@ use tracing::field::Empty;
 use crate::assignor::Assignor;
 use crate::coordinator::{
     AssignmentJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS,
-    RACK_AWARE_ASSIGNMENT_TAGS, TargetAssignment,
+    RACK_AWARE_ASSIGNMENT_TAGS,
 };
-use crate::json::{AssignmentDoc, MemberAssignmentDoc, parse_input};
-use assignor_sdk::{TaskSet, Topology};
+use crate::json::{AssignmentView, parse_input};
 
 use super::Service;
 use super::admin;
@@ -438,8 +437,8 @@ async fn put_group(
 enum Planned {
     /// The target is behind: this computation must run.
     Run(AssignmentJob),
-    /// The target is current: the answer.
-    Current(Json<Value>),
+    /// The target is current (and durable): the answer.
+    Current(Response),
 }
 
 /// The trigger: plans under the tenant's lock, then (holding one of the tenant's slots, in an
@@ -449,7 +448,7 @@ async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let g = group.clone();
     let planned = blocking(&t, move |t| {
         let state = t.state();
@@ -462,10 +461,14 @@ async fn assign(
                 format!("group `{g}` has no topology yet; PUT /v1/groups/{g} with the group document first"),
             ));
         }
-        Ok(match c.plan(&g)? {
-            Some(job) => Planned::Run(job),
-            None => Planned::Current(target_answer(t, c, &g)?),
-        })
+        if let Some(job) = c.plan(&g)? {
+            return Ok(Planned::Run(job));
+        }
+        let (answer, pending) = (target_answer(t, c, &g)?, c.pending_writes());
+        // A concurrent commit may not have flushed this target yet.
+        drop(state);
+        pending.wait()?;
+        Ok(Planned::Current(answer))
     })
     .await?;
     let job = match planned {
@@ -492,10 +495,15 @@ async fn assign(
         let duration = start.elapsed();
         let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
         let mut state = t.state();
-        let answer = match state.coordinator.commit(done) {
-            Ok(()) => target_answer(t, &state.coordinator, &group),
-            Err(e) => Err(e.into()),
-        };
+        let answer = state
+            .coordinator
+            .commit_unsynced(done)
+            .map_err(ApiError::from)
+            .and_then(|pending| Ok((target_answer(t, &state.coordinator, &group)?, pending)));
+        // The flush is waited for without the tenant's lock, so that the tenant's concurrent
+        // commits share it (group commit); the target is answered only once it is durable.
+        drop(state);
+        let answer = answer.and_then(|(answer, pending)| Ok(pending.wait().map(|()| answer)?));
         Ok((duration, outcome, answer))
     })
     .instrument(span.clone())
@@ -520,19 +528,40 @@ async fn assign(
 async fn get_assignment(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     get_target(&t, group).await
 }
 
-async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Json<Value>, ApiError> {
-    blocking(t, move |t| target_answer(t, &t.state().coordinator, &group)).await
+async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
+    blocking(t, move |t| {
+        let (answer, pending) = {
+            let c = &t.state().coordinator;
+            (target_answer(t, c, &group)?, c.pending_writes())
+        };
+        Ok(pending.wait().map(|()| answer)?)
+    })
+    .await
 }
 
-/// The group's committed target, as answered by the trigger and `GET …/assignment`.
-fn target_answer(t: &Tenant, c: &Coordinator, group: &str) -> Result<Json<Value>, ApiError> {
+/// The group's committed target, as answered by the trigger and `GET …/assignment`:
+/// serialized here, under the tenant's lock, because it borrows the coordinator's state.
+fn target_answer(t: &Tenant, c: &Coordinator, group: &str) -> Result<Response, ApiError> {
     c.describe(group)?;
     match (c.target(group), c.topology(group)) {
-        (Some(target), Some(topology)) => Ok(Json(target_json(target, topology, &t.settings()))),
+        (Some(target), Some(topology)) => {
+            let body = serde_json::to_vec(&TargetJson {
+                assignment: AssignmentView::new(
+                    target.members.iter().map(|(id, a)| (id.as_str(), a)),
+                    topology,
+                ),
+                target_assignment_epoch: target.epoch,
+                assignor: &target.assignor,
+                usage: t.settings().usage_json(&target.usage),
+                computed_at_ms: millis(target.computed_at),
+            })
+            .map_err(|e| ApiError::internal(format!("cannot encode the target: {e}")))?;
+            Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+        }
         _ => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "RESOURCE_NOT_FOUND",
@@ -585,37 +614,15 @@ async fn describe(
 
 /// The committed target: the contract's output JSON under `assignment`, with its epoch,
 /// assignor and usage.
-fn target_json(target: &TargetAssignment, topology: &Topology, settings: &Settings) -> Value {
-    let map = |tasks: &TaskSet| {
-        let mut out: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for &task in tasks {
-            let id = topology.subtopology_id(task).unwrap_or("?").to_owned();
-            out.entry(id).or_default().push(task.partition);
-        }
-        out
-    };
-    let doc = AssignmentDoc {
-        members: target
-            .members
-            .iter()
-            .map(|(id, a)| {
-                (
-                    id.clone(),
-                    MemberAssignmentDoc {
-                        active_tasks: map(&a.active_tasks),
-                        standby_tasks: map(&a.standby_tasks),
-                    },
-                )
-            })
-            .collect(),
-    };
-    json!({
-        "assignment": doc,
-        "targetAssignmentEpoch": target.epoch,
-        "assignor": target.assignor,
-        "usage": settings.usage_json(&target.usage),
-        "computedAtMs": millis(target.computed_at),
-    })
+/// The answer of the trigger and `GET …/assignment`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TargetJson<'a> {
+    assignment: AssignmentView<'a>,
+    target_assignment_epoch: u32,
+    assignor: &'a str,
+    usage: Value,
+    computed_at_ms: u64,
 }
 
 fn describe_json(d: &GroupDescription, settings: &Settings) -> Value {
