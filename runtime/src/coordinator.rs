@@ -697,24 +697,41 @@ impl Coordinator {
                     .map(|m| m.member_id.clone())
                     .zip(assignment.members)
                     .collect();
-                let ((), token) = self.update_unsynced(&group, |g| {
-                    if g.target
-                        .as_ref()
-                        .is_some_and(|t| t.epoch >= job.group_epoch)
-                    {
-                        // A newer computation committed first.
-                        return Ok(());
+                let g = self
+                    .groups
+                    .get_mut(&group)
+                    .ok_or_else(|| CoordinatorError::UnknownGroup(group.clone()))?;
+                if g.target
+                    .as_ref()
+                    .is_some_and(|t| t.epoch >= job.group_epoch)
+                {
+                    // A newer computation committed first (and may still be flushing).
+                    return Ok(self.pending_writes());
+                }
+                // Changed in place and undone if the write fails, rather than built on a copy
+                // as `update` does: commits are the hot path, and a group's members and
+                // topology are most of its state.
+                let new_target = TargetAssignment {
+                    epoch: job.group_epoch,
+                    assignor: job.assignor.name().to_owned(),
+                    members,
+                    usage,
+                    computed_at: now,
+                };
+                let old_target = g.target.replace(new_target);
+                let old_failure = g.last_failure.take();
+                let written = self
+                    .store
+                    .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &encode(g));
+                let token = match written {
+                    Ok(token) => token,
+                    Err(e) => {
+                        g.target = old_target;
+                        g.last_failure = old_failure;
+                        return Err(e.into());
                     }
-                    g.target = Some(TargetAssignment {
-                        epoch: job.group_epoch,
-                        assignor: job.assignor.name().to_owned(),
-                        members,
-                        usage,
-                        computed_at: now,
-                    });
-                    g.last_failure = None;
-                    Ok(())
-                })?;
+                };
+                self.last_write = self.last_write.max(token);
                 tracing::info!(
                     group = %group,
                     assignor = %job.assignor.name(),
@@ -846,7 +863,8 @@ impl Coordinator {
 
     /// Applies `change` to a copy of `group`'s state (a new group if absent), writes the copy,
     /// and only then makes it current: a failed write leaves nothing changed. Returns the
-    /// write's token ([`SyncToken::DURABLE`] when nothing changed).
+    /// write's token; when nothing changed, the latest write's, since the state found may be
+    /// one still being flushed.
     fn update_unsynced<R>(
         &mut self,
         group: &str,
@@ -855,7 +873,7 @@ impl Coordinator {
         let mut state = self.groups.get(group).cloned().unwrap_or_default();
         let result = change(&mut state)?;
         if self.groups.get(group) == Some(&state) {
-            return Ok((result, SyncToken::DURABLE));
+            return Ok((result, self.last_write));
         }
         let token = self
             .store

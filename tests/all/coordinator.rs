@@ -4,7 +4,7 @@
 
 use std::io::{BufRead as _, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -14,7 +14,7 @@ use assignor_runtime::coordinator::{
     ASSIGNOR_NAME, ConfigOp, Coordinator, CoordinatorError, ErrorCode, NUM_STANDBY_REPLICAS,
     RACK_AWARE_ASSIGNMENT_TAGS,
 };
-use assignor_runtime::store::{DirStore, MemoryStore, Store};
+use assignor_runtime::store::{DirStore, MemoryStore, Store, StoreError, SyncToken};
 use assignor_runtime::{ErrorKind, Limits, Registry};
 use assignor_sdk::capture::Capture;
 use assignor_sdk::{Member, Topology};
@@ -566,4 +566,81 @@ fn failures_are_captured_and_replay() {
         errors.last().map(Vec::as_slice),
         "the last capture survives a restart"
     );
+}
+
+/// A store whose writes and flushes fail while `failing` is set (a full or broken disk).
+#[derive(Debug, Default)]
+struct BrokenDisk {
+    inner: MemoryStore,
+    writes_fail: AtomicBool,
+    flushes_fail: AtomicBool,
+}
+
+impl BrokenDisk {
+    fn refuse(what: &str) -> StoreError {
+        StoreError::Backend {
+            backend: "broken disk".into(),
+            source: format!("{what} refused").into(),
+        }
+    }
+}
+
+impl Store for BrokenDisk {
+    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.inner.load_all()
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let token = self.put_unsynced(key, value)?;
+        self.sync(token)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(key)
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        if self.writes_fail.load(Ordering::SeqCst) {
+            return Err(Self::refuse("write"));
+        }
+        self.inner.put(key, value).map(|()| SyncToken::new(1))
+    }
+
+    fn sync(&self, _: SyncToken) -> Result<(), StoreError> {
+        if self.flushes_fail.load(Ordering::SeqCst) {
+            return Err(Self::refuse("flush"));
+        }
+        Ok(())
+    }
+}
+
+/// A commit whose write fails keeps the previous target, epoch and state in memory and in
+/// the store; one whose flush fails reports the store's error instead of acknowledging.
+#[test]
+fn a_failed_store_write_keeps_the_previous_target() {
+    let disk = Arc::new(BrokenDisk::default());
+    let (mut c, _) = coordinator(&["balanced"], &[], disk.clone());
+    populate(&mut c);
+    let first = c.compute_target(GROUP).expect("computes").cloned();
+    let (members, _) = members_and_topology();
+    let mut joining = members[0].clone();
+    joining.member_id = "member-new".into();
+    c.upsert_member(GROUP, joining).expect("join");
+    let before = c.describe(GROUP).expect("describe");
+    let stored = disk.load_all().expect("load");
+
+    disk.writes_fail.store(true, Ordering::SeqCst);
+    let job = c.plan(GROUP).expect("plans").expect("the target is behind");
+    let e = c.commit_unsynced(job.run()).expect_err("the write fails");
+    assert!(matches!(e, CoordinatorError::Store(_)), "{e}");
+    assert_eq!(c.target(GROUP), first.as_ref(), "previous target kept");
+    assert_eq!(c.describe(GROUP).expect("describe"), before);
+    assert_eq!(disk.load_all().expect("load"), stored, "nothing written");
+
+    disk.writes_fail.store(false, Ordering::SeqCst);
+    disk.flushes_fail.store(true, Ordering::SeqCst);
+    let job = c.plan(GROUP).expect("plans").expect("the target is behind");
+    let pending = c.commit_unsynced(job.run()).expect("written");
+    let e = pending.wait().expect_err("the flush fails");
+    assert!(e.to_string().contains("flush refused"), "{e}");
 }

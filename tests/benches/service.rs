@@ -129,6 +129,23 @@ fn parallel(base: &str, threads: usize, n: usize, work: impl Fn(&Client, usize) 
     });
 }
 
+/// CPU time this process (service and clients) has used, from `/proc/self/stat`: user plus
+/// system time in clock ticks, which the kernel reports in `USER_HZ` (100 per second on
+/// Linux). Unlike a rate, CPU per assignment hardly changes when other work shares the cores.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may contain spaces:
+    // utime and stime are the 12th and 13th of them.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -199,6 +216,7 @@ fn main() {
         let setup_time = start.elapsed();
         let load_before = load_average();
         let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(per_phase)));
+        let cpu_before = cpu_seconds();
         let start = Instant::now();
         parallel(&base, clients, per_phase, |c, i| {
             let t = Instant::now();
@@ -209,15 +227,19 @@ fn main() {
             latencies.lock().expect("lock").push(took);
         });
         let elapsed = start.elapsed();
+        let cpu = cpu_seconds() - cpu_before;
         let mut latencies = latencies.lock().expect("lock").clone();
         latencies.sort();
         let q = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
         println!(
-            "{clients:>3} client(s): {per_phase} assignments in {:.2} s = {:>6.0}/s; latency p50 \
+            "{clients:>3} client(s): {per_phase} assignments in {:.2} s = {:>6.0}/s; CPU {:.0} µs \
+             per assignment (service and clients: {:.0}/s on {cores} idle cores); latency p50 \
              {:?} p99 {:?} max {:?}; load average before {load_before}, after {} (setup of \
              {per_phase} groups: {:.1} s)",
             elapsed.as_secs_f64(),
             per_phase as f64 / elapsed.as_secs_f64(),
+            cpu * 1e6 / per_phase as f64,
+            per_phase as f64 * cores as f64 / cpu,
             q(0.5),
             q(0.99),
             latencies[latencies.len() - 1],

@@ -39,7 +39,7 @@ use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
-    AssignmentJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS,
+    AssignmentJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS, Pending,
     RACK_AWARE_ASSIGNMENT_TAGS,
 };
 use crate::json::{AssignmentView, parse_input};
@@ -437,43 +437,58 @@ async fn put_group(
 enum Planned {
     /// The target is behind: this computation must run.
     Run(AssignmentJob),
-    /// The target is current (and durable): the answer.
-    Current(Response),
+    /// The target is current: the answer, to send once the `Pending` write (a concurrent
+    /// commit's, if any) is durable.
+    Current(Response, Pending),
+}
+
+/// The trigger's first step, under the tenant's lock.
+fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
+    if c.topology(group).is_none() {
+        c.describe(group)?;
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "GROUP_NOT_READY",
+            format!(
+                "group `{group}` has no topology yet; PUT /v1/groups/{group} with the group \
+                 document first"
+            ),
+        ));
+    }
+    Ok(match c.plan(group)? {
+        Some(job) => Planned::Run(job),
+        None => Planned::Current(target_answer(t, c, group)?, c.pending_writes()),
+    })
 }
 
 /// The trigger: plans under the tenant's lock, then (holding one of the tenant's slots, in an
-/// `assignment` span) runs the assignor without the lock, commits under it and answers: two
-/// trips to the blocking pool, since each costs a few context switches.
+/// `assignment` span) runs the assignor without the lock, commits under it, and answers once
+/// the commit is flushed.
+///
+/// Planning takes microseconds and the lock is held only briefly (commits are flushed after
+/// it is released), so when the lock is free the plan is made right here, saving a trip to
+/// the blocking pool and its context switches; when it is taken, planning waits for it on
+/// the pool instead, never on an async thread.
 async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
-    let g = group.clone();
-    let planned = blocking(&t, move |t| {
-        let state = t.state();
-        let c = &state.coordinator;
-        if c.topology(&g).is_none() {
-            c.describe(&g)?;
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "GROUP_NOT_READY",
-                format!("group `{g}` has no topology yet; PUT /v1/groups/{g} with the group document first"),
-            ));
+    let inline = t
+        .try_state()
+        .map(|state| plan(&t, &state.coordinator, &group));
+    let planned = match inline {
+        Some(planned) => planned?,
+        None => {
+            let g = group.clone();
+            blocking(&t, move |t| plan(t, &t.state().coordinator, &g)).await?
         }
-        if let Some(job) = c.plan(&g)? {
-            return Ok(Planned::Run(job));
-        }
-        let (answer, pending) = (target_answer(t, c, &g)?, c.pending_writes());
-        // A concurrent commit may not have flushed this target yet.
-        drop(state);
-        pending.wait()?;
-        Ok(Planned::Current(answer))
-    })
-    .await?;
+    };
     let job = match planned {
         Planned::Run(job) => job,
-        Planned::Current(answer) => return Ok(answer),
+        Planned::Current(answer, pending) => {
+            return blocking(&t, move |_| Ok(pending.wait().map(|()| answer)?)).await;
+        }
     };
     let assignor = job.assignor_name().to_owned();
     let span = tracing::info_span!(

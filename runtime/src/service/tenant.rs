@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -262,6 +262,16 @@ impl Tenant {
     /// change is built on a copy and persisted before it is swapped in), so poison is ignored.
     pub(crate) fn state(&self) -> MutexGuard<'_, TenantState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tenant's state if no one holds it: for brief work on async threads, which must
+    /// never wait for the lock.
+    pub(crate) fn try_state(&self) -> Option<MutexGuard<'_, TenantState>> {
+        match self.state.try_lock() {
+            Ok(state) => Some(state),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The limits in force now. Cheap and never blocks on other work: safe on async threads.
