@@ -1,7 +1,9 @@
 //! Durable named blobs for the group coordinator's state (group configs, target assignments):
 //! the [`Store`] trait, so a distributed backend can replace the embedded one; [`DirStore`], the
-//! embedded default, one checksummed file per key in a locked local directory; and
-//! [`MemoryStore`] for tests and embedders that need no durability.
+//! embedded default, one checksummed file per key in a locked local directory; [`LogStore`],
+//! embedded too, one append-only compacted log with group commit for thousands of durable
+//! writes per second (its format is on its page); and [`MemoryStore`] for tests and embedders
+//! that need no durability.
 //!
 //! The coordinator encodes its values (with postcard) itself; a store only sees bytes.
 //!
@@ -40,6 +42,9 @@ use std::sync::{Mutex, PoisonError};
 use sha2::{Digest, Sha256};
 
 use crate::cache::hex;
+
+mod log;
+pub use log::LogStore;
 
 /// Named blobs that survive restarts and crashes.
 ///
@@ -110,7 +115,7 @@ impl SyncToken {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// Another process (or another [`DirStore`] in this one) holds the directory's lock.
+    /// Another process (or another open store in this one) holds the directory's lock.
     #[error(
         "data directory {} is in use by another process{}: its lock {} is held; stop that \
          process or pick another --data-dir",
@@ -140,8 +145,8 @@ pub enum StoreError {
     },
     /// A record file is damaged: truncated, torn or altered outside the store.
     #[error(
-        "{} is corrupt: {reason}; restore it from a backup, or delete it to drop that key's \
-         state",
+        "{} is corrupt: {reason}; restore it from a backup, or delete it to drop the state it \
+         holds",
         path.display()
     )]
     Corrupt {
@@ -284,39 +289,7 @@ impl DirStore {
     /// the directory.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
         let dir = dir.as_ref().to_path_buf();
-        if !dir.is_dir() {
-            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-            // The new directory's entry in its parent must be durable too, or a crash could
-            // lose the directory with everything later written into it.
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                sync_dir(parent)?;
-            }
-        }
-        let lock_path = dir.join(LOCK_FILE);
-        let mut lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(io_err("open lock file", &lock_path))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut pid = String::new();
-                let holder = lock
-                    .read_to_string(&mut pid)
-                    .ok()
-                    .and_then(|_| pid.trim().parse().ok());
-                return Err(StoreError::Locked { dir, holder });
-            }
-            Err(TryLockError::Error(e)) => return Err(io_err("lock", &lock_path)(e)),
-        }
-        // Diagnostics only: the pid is not synced and nothing depends on it.
-        lock.set_len(0)
-            .and_then(|()| lock.write_all(std::process::id().to_string().as_bytes()))
-            .map_err(io_err("write lock file", &lock_path))?;
-
+        let lock = open_locked_dir(&dir)?;
         let store = Self {
             dir,
             _lock: lock,
@@ -429,6 +402,51 @@ impl Store for DirStore {
             Err(e) => Err(io_err("delete", &path)(e)),
         }
     }
+}
+
+/// Opens the data directory `dir` for a store, creating it if missing, and takes its lock: the
+/// returned `LOCK` file holds an exclusive `flock` until it is dropped (or the process dies, which
+/// is what lets a restarted process reopen the directory after a crash).
+///
+/// Fails with [`StoreError::Locked`] if another process (or another open store in this one)
+/// holds the directory.
+fn open_locked_dir(dir: &Path) -> Result<File, StoreError> {
+    if !dir.is_dir() {
+        fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        // The new directory's entry in its parent must be durable too, or a crash could
+        // lose the directory with everything later written into it.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    let lock_path = dir.join(LOCK_FILE);
+    let mut lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io_err("open lock file", &lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let holder = lock
+                .read_to_string(&mut pid)
+                .ok()
+                .and_then(|_| pid.trim().parse().ok());
+            return Err(StoreError::Locked {
+                dir: dir.to_path_buf(),
+                holder,
+            });
+        }
+        Err(TryLockError::Error(e)) => return Err(io_err("lock", &lock_path)(e)),
+    }
+    // Diagnostics only: the pid is not synced and nothing depends on it.
+    lock.set_len(0)
+        .and_then(|()| lock.write_all(std::process::id().to_string().as_bytes()))
+        .map_err(io_err("write lock file", &lock_path))?;
+    Ok(lock)
 }
 
 /// Makes the directory's entries (creations, renames, removals) durable.

@@ -1,0 +1,1187 @@
+//! [`LogStore`]: the embedded store as one append-only log of records, compacted, with group
+//! commit. [`DirStore`](super::DirStore) pays two `fsync`s for every write; here a write is one
+//! `write` at the end of a file, and writers that [`sync`](Store::sync) at the same time share
+//! one `fdatasync`. The state is the last record of each key, as in Kafka's
+//! `__consumer_offsets`, and a compaction now and then rewrites the log with only those.
+//!
+//! Its format, recovery and compaction are documented on [`LogStore`], where rustdoc shows
+//! them: this module is private.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+#[cfg(test)]
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use super::{Store, StoreError, SyncToken, io_err, open_locked_dir, sync_dir};
+
+const LOG_FILE: &str = "log";
+const COMPACT_FILE: &str = "log.compact";
+/// `"ASTLOG\0"` and the format version. A new version gets a new byte, so an old binary
+/// reports a newer log as corrupt instead of misreading it.
+const MAGIC: [u8; 8] = *b"ASTLOG\0\x01";
+const KIND_PUT: u8 = 1;
+const KIND_DELETE: u8 = 2;
+/// `len`, `kind` and `key_len`: what precedes a record's key.
+const HEAD_LEN: usize = 4 + 1 + 4;
+const CRC_LEN: usize = 4;
+/// The smallest record: a delete of the empty key.
+const MIN_RECORD: usize = HEAD_LEN + CRC_LEN;
+/// Below this size the log is never compacted: rewriting a small file on every few writes
+/// would cost more than the space it saves.
+const COMPACT_MIN_BYTES: u64 = 4 << 20;
+/// Buffer size for reading the log on open, scanning it and writing a compacted one.
+const IO_BUFFER: usize = 1 << 20;
+
+/// The embedded store as an append-only log with group commit: from concurrent writers,
+/// thousands of durable writes per second where [`DirStore`](super::DirStore) manages hundreds.
+///
+/// [`put_unsynced`](Store::put_unsynced) appends a record with one `write` (no flush) and
+/// returns a token; [`sync`](Store::sync) with the token flushes, and callers that sync at the
+/// same time share one `fdatasync`. [`put`](Store::put) and [`delete`](Store::delete) do both.
+/// Once a flush (or anything else that leaves the file's durable state unknown) fails, every
+/// later write and sync fails too, until the process restarts and reloads the log.
+///
+/// # On disk
+///
+/// - `LOCK`: as for `DirStore`, held with an exclusive `flock` while the store is open.
+/// - `log`: the records, in the order they were written.
+/// - `log.compact`: a new `log` being written, by a compaction or when the store is created.
+///   It replaces `log` by an atomic rename only once complete and durable, so a leftover one is
+///   from an interrupted compaction: removed on open, never read.
+///
+/// `log` is a header, then records; integers little-endian:
+///
+/// ```text
+/// header       8 bytes  "ASTLOG\0" then the format version, 1
+/// each record:
+///   len        u32      bytes from kind to the end of value
+///   kind       u8       1 = put, 2 = delete
+///   key_len    u32
+///   key        key_len bytes, UTF-8
+///   value      len - 5 - key_len bytes; none for a delete
+///   crc        u32      CRC-32 (IEEE) of everything from len to the end of value
+/// ```
+///
+/// A key's value is its last record if that is a put; a key whose last record is a delete, or
+/// that has none, is absent.
+///
+/// # Durability and recovery
+///
+/// A record reaches the file with one `write`, so once [`put_unsynced`](Store::put_unsynced)
+/// returns it is in the page cache and survives the process being killed; `sync` makes it
+/// survive the machine losing power too. After a power cut, the records written since the last
+/// flush may be missing, cut short, or zeros (a file can be extended before its new blocks are
+/// written). So on open, a damaged record with no valid record anywhere after it (cut short,
+/// failing its checksum, or zeros) is the torn end of writes that were never flushed: the file
+/// is truncated back to the last good record, with a warning. Damage that a valid record
+/// follows cannot be that, and is [`StoreError::Corrupt`] naming the offset: a store never skips
+/// a record silently.
+///
+/// # Compaction
+///
+/// Once the log is larger than 4 MiB and more than twice the size of its live records (each
+/// present key's last put), the next write first rewrites it: the live records are copied to
+/// `log.compact`, which is made durable and renamed over `log`. The log thus stays under about
+/// twice its live size, and a compaction copies fewer bytes than it discards.
+pub struct LogStore {
+    dir: PathBuf,
+    /// `dir/log`.
+    path: PathBuf,
+    /// Held only for its lock, released when the store is dropped (or the process dies).
+    _lock: File,
+    writer: Mutex<Writer>,
+    /// Writes up to this sequence number are durable. Raised by a flush before it clears
+    /// `flushing`, so a caller woken by `flushed` sees what that flush covered.
+    synced: AtomicU64,
+    /// Whether a caller is flushing. At most one is, and callers whose write came too late
+    /// for its flush wait for it to end, then one of them flushes for all. Separate from
+    /// `writer`, and not held during the flush, so appends continue meanwhile and callers whose
+    /// write a flush covered return at once instead of queueing behind the next one.
+    flushing: Mutex<bool>,
+    /// Signalled when a flush ends, whether it succeeded or failed.
+    flushed: Condvar,
+    /// What failed, once something left the log's durable state unknown: from then on the
+    /// store refuses writes.
+    failure: OnceLock<String>,
+    /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
+    compact_min_bytes: u64,
+    /// Flushes made, so tests can see that writers share them.
+    #[cfg(test)]
+    flushes: AtomicU64,
+    /// Makes the next flush fail, so tests can see the store refuse writes afterwards.
+    #[cfg(test)]
+    fail_next_flush: AtomicBool,
+}
+
+/// What appends change, behind the writer lock.
+struct Writer {
+    /// The log. Flushes and loads take their own handle to it: after a compaction they may keep
+    /// using the replaced file, which is never written again.
+    file: Arc<File>,
+    /// The log's length: where the next record goes.
+    end: u64,
+    keys: Keys,
+    /// How many writes (puts and deletes) this store has made: the last one's sequence number.
+    written: u64,
+}
+
+/// Where each present key's last record is.
+#[derive(Debug, Default, Clone)]
+struct Keys {
+    slots: BTreeMap<String, Slot>,
+    /// The total size of the records in `slots`: what a compaction keeps.
+    live_bytes: u64,
+}
+
+/// A whole record's place in the log.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    offset: u64,
+    len: u64,
+}
+
+impl Keys {
+    fn put(&mut self, key: &str, slot: Slot) {
+        match self.slots.get_mut(key) {
+            Some(old) => {
+                self.live_bytes -= old.len;
+                *old = slot;
+            }
+            None => {
+                self.slots.insert(key.to_owned(), slot);
+            }
+        }
+        self.live_bytes += slot.len;
+    }
+
+    fn delete(&mut self, key: &str) {
+        if let Some(old) = self.slots.remove(key) {
+            self.live_bytes -= old.len;
+        }
+    }
+}
+
+impl LogStore {
+    /// Opens the store in the data directory `dir`, creating both if missing: takes the
+    /// directory's lock, removes an interrupted compaction's temp file, and reads the log,
+    /// dropping a torn end left by a crash (see
+    /// [Durability and recovery](LogStore#durability-and-recovery)).
+    ///
+    /// Fails with [`StoreError::Locked`] if another process (or another open store) holds the
+    /// directory, and with [`StoreError::Corrupt`] if the log is damaged other than at its end.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = dir.as_ref().to_path_buf();
+        let lock = open_locked_dir(&dir)?;
+        remove_leftover_compaction(&dir)?;
+        let path = dir.join(LOG_FILE);
+        let file = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Written whole and renamed into place, so a log never lacks its header.
+                let (file, ()) = write_log(&dir, |_, _| Ok(()))?;
+                sync_dir(&dir)?;
+                file
+            }
+            Err(e) => return Err(io_err("open", &path)(e)),
+        };
+        let (keys, end) = replay(&file, &path)?;
+        tracing::info!(
+            path = %path.display(),
+            keys = keys.slots.len(),
+            bytes = end,
+            "opened the store's log"
+        );
+        Ok(Self {
+            dir,
+            path,
+            _lock: lock,
+            writer: Mutex::new(Writer {
+                file: Arc::new(file),
+                end,
+                keys,
+                written: 0,
+            }),
+            synced: AtomicU64::new(0),
+            flushing: Mutex::new(false),
+            flushed: Condvar::new(),
+            failure: OnceLock::new(),
+            compact_min_bytes: COMPACT_MIN_BYTES,
+            #[cfg(test)]
+            flushes: AtomicU64::new(0),
+            #[cfg(test)]
+            fail_next_flush: AtomicBool::new(false),
+        })
+    }
+
+    fn writer(&self) -> MutexGuard<'_, Writer> {
+        // Appends and compactions change the writer only once their I/O has succeeded, in
+        // statements that do not panic, so a panic elsewhere cannot leave it half-updated.
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fails if an earlier failure made the store refuse writes.
+    fn check_usable(&self, action: &'static str) -> Result<(), StoreError> {
+        match self.failure.get() {
+            None => Ok(()),
+            Some(what) => Err(StoreError::Io {
+                action,
+                path: self.path.clone(),
+                source: io::Error::other(format!(
+                    "the store refuses writes because a flush or write failed earlier ({what}): \
+                     which of its writes reached the disk is unknown; restart the service to \
+                     reload its state from the log"
+                )),
+            }),
+        }
+    }
+
+    /// Makes the store refuse writes from now on, after `action` on `path` failed in a way that
+    /// leaves the log's durable state unknown, and returns that failure's error.
+    fn fail(&self, action: &'static str, path: &Path, source: io::Error) -> StoreError {
+        tracing::error!(
+            action,
+            path = %path.display(),
+            error = %source,
+            "the store's durable state is unknown, so it refuses writes until the service restarts"
+        );
+        // The first failure is the one to report; later ones follow from it.
+        let _ = self
+            .failure
+            .set(format!("{action} {} failed: {source}", path.display()));
+        StoreError::Io {
+            action,
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                source.kind(),
+                format!(
+                    "{source}; which writes reached the disk is now unknown, and retrying can \
+                     report success for data the kernel dropped, so the store refuses writes: \
+                     restart the service to reload its state from the log"
+                ),
+            ),
+        }
+    }
+
+    /// Appends `record` at the end of the log, compacting it first if it is due, then lets
+    /// `apply` record its place in the index; returns its token.
+    fn append(
+        &self,
+        writer: &mut Writer,
+        record: &[u8],
+        apply: impl FnOnce(&mut Keys, Slot),
+    ) -> Result<SyncToken, StoreError> {
+        if writer.end > self.compact_min_bytes && writer.end > 2 * writer.keys.live_bytes {
+            self.compact(writer)?;
+        }
+        let offset = writer.end;
+        if let Err(e) = writer.file.write_all_at(record, offset) {
+            // A partial record left in place would end up before the next one: damage in the
+            // middle of the log, which the next open would refuse.
+            if let Err(truncate) = writer.file.set_len(offset) {
+                return Err(self.fail("truncate a failed append to", &self.path, truncate));
+            }
+            return Err(io_err("append to", &self.path)(e));
+        }
+        let len = record.len() as u64;
+        writer.end += len;
+        apply(&mut writer.keys, Slot { offset, len });
+        writer.written += 1;
+        Ok(SyncToken::new(writer.written))
+    }
+
+    /// Rewrites the log with only its live records, which also makes every write so far
+    /// durable. A failure before the rename leaves the log as it was; after it, only the
+    /// directory's fsync can fail, and the store then refuses writes, since a crash could bring
+    /// back the old log without what is appended to the new one.
+    fn compact(&self, writer: &mut Writer) -> Result<(), StoreError> {
+        let before = writer.end;
+        let old = Arc::clone(&writer.file);
+        let mut live: Vec<(&String, Slot)> =
+            writer.keys.slots.iter().map(|(k, s)| (k, *s)).collect();
+        // In file order, so the old log is read sequentially.
+        live.sort_unstable_by_key(|(_, slot)| slot.offset);
+        let (file, slots) = write_log(&self.dir, |out, temp| {
+            let mut slots = BTreeMap::new();
+            let mut offset = MAGIC.len() as u64;
+            let mut record = Vec::new();
+            for (key, slot) in live {
+                // Checked on the way: copying a damaged record would hide where it came from.
+                read_live(&old, &self.path, key, slot, &mut record)?;
+                out.write_all(&record).map_err(io_err("write", temp))?;
+                slots.insert(key.clone(), Slot { offset, ..slot });
+                offset += slot.len;
+            }
+            Ok(slots)
+        })?;
+        writer.file = Arc::new(file);
+        writer.end = MAGIC.len() as u64 + writer.keys.live_bytes;
+        writer.keys.slots = slots;
+        // The rename is only durable once the directory is.
+        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            return Err(self.fail("fsync directory", &self.dir, e));
+        }
+        self.synced.fetch_max(writer.written, Ordering::AcqRel);
+        tracing::info!(
+            path = %self.path.display(),
+            before_bytes = before,
+            after_bytes = writer.end,
+            keys = writer.keys.slots.len(),
+            "compacted the store's log"
+        );
+        Ok(())
+    }
+
+    /// `fdatasync` of the log, counted (and made to fail on demand) in tests.
+    fn flush(&self, file: &File) -> io::Result<()> {
+        #[cfg(test)]
+        {
+            self.flushes.fetch_add(1, Ordering::Relaxed);
+            if self.fail_next_flush.swap(false, Ordering::Relaxed) {
+                return Err(io::Error::other("injected flush failure"));
+            }
+        }
+        file.sync_data()
+    }
+}
+
+impl Store for LogStore {
+    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        // A snapshot: the records it points to are never overwritten, so writes can continue
+        // while it is read.
+        let (file, keys) = {
+            let writer = self.writer();
+            (Arc::clone(&writer.file), writer.keys.clone())
+        };
+        let mut entries = Vec::with_capacity(keys.slots.len());
+        let mut record = Vec::new();
+        for (key, slot) in keys.slots {
+            let value = read_live(&file, &self.path, &key, slot, &mut record)?.to_vec();
+            entries.push((key, value));
+        }
+        Ok(entries)
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let token = self.put_unsynced(key, value)?;
+        self.sync(token)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.check_usable("append to")?;
+        let record = encode(KIND_DELETE, key, &[], &self.path)?;
+        let token = {
+            let mut writer = self.writer();
+            if writer.keys.slots.contains_key(key) {
+                self.append(&mut writer, &record, |keys, _| keys.delete(key))?
+            } else {
+                // Already absent, but possibly by a delete that another caller is still
+                // flushing: wait for everything written so far, as for a delete of our own.
+                SyncToken::new(writer.written)
+            }
+        };
+        self.sync(token)
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.check_usable("append to")?;
+        // Encoded before taking the lock, which is held only for the write.
+        let record = encode(KIND_PUT, key, value, &self.path)?;
+        let mut writer = self.writer();
+        self.append(&mut writer, &record, |keys, slot| keys.put(key, slot))
+    }
+
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        self.check_usable("fdatasync")?;
+        let target = token.sequence();
+        if self.synced.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let mut flushing = self.flushing.lock().unwrap_or_else(PoisonError::into_inner);
+        // The flush under way may cover this write: wait for it rather than flush behind it.
+        while *flushing && self.synced.load(Ordering::Acquire) < target {
+            flushing = self
+                .flushed
+                .wait(flushing)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        // The flush waited for may have failed.
+        self.check_usable("fdatasync")?;
+        if self.synced.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        *flushing = true;
+        drop(flushing);
+
+        // The flush covers everything written until now, not only this caller's write.
+        let (file, written) = {
+            let writer = self.writer();
+            (Arc::clone(&writer.file), writer.written)
+        };
+        let result = match self.flush(&file) {
+            Ok(()) => {
+                self.synced.fetch_max(written, Ordering::AcqRel);
+                Ok(())
+            }
+            Err(e) => Err(self.fail("fdatasync", &self.path, e)),
+        };
+        *self.flushing.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        self.flushed.notify_all();
+        result
+    }
+}
+
+impl fmt::Debug for LogStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogStore")
+            .field("path", &self.path)
+            .field("synced", &self.synced.load(Ordering::Relaxed))
+            .field("failure", &self.failure.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `key` and `value` as a record of `kind`.
+fn encode(kind: u8, key: &str, value: &[u8], path: &Path) -> Result<Vec<u8>, StoreError> {
+    let Some(len) = (1 + 4 + key.len())
+        .checked_add(value.len())
+        .and_then(|len| u32::try_from(len).ok())
+    else {
+        return Err(StoreError::Io {
+            action: "append to",
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a record holds at most 4 GiB, and key {key:?} with its value is {} bytes",
+                    key.len().saturating_add(value.len())
+                ),
+            ),
+        });
+    };
+    // At most `len`, so it fits in a u32 too.
+    let key_len = key.len() as u32;
+    let mut record = Vec::with_capacity(HEAD_LEN + key.len() + value.len() + CRC_LEN);
+    record.extend_from_slice(&len.to_le_bytes());
+    record.push(kind);
+    record.extend_from_slice(&key_len.to_le_bytes());
+    record.extend_from_slice(key.as_bytes());
+    record.extend_from_slice(value);
+    let crc = crc32fast::hash(&record);
+    record.extend_from_slice(&crc.to_le_bytes());
+    Ok(record)
+}
+
+/// A record read back.
+enum Record<'a> {
+    Put { key: &'a str, value: &'a [u8] },
+    Delete { key: &'a str },
+}
+
+/// Why bytes are not a record.
+enum Damage {
+    /// The checksum does not match: the record was torn, or altered since.
+    Checksum,
+    /// The checksum matches, so the record was written like this, but this build cannot read
+    /// it.
+    Invalid(String),
+}
+
+/// Parses one whole record, `len` to `crc`; the caller has cut it to the size its `len` says,
+/// at least [`MIN_RECORD`].
+fn decode(record: &[u8]) -> Result<Record<'_>, Damage> {
+    let (body, crc) = record.split_at(record.len() - CRC_LEN);
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(Damage::Checksum);
+    }
+    let kind = body[4];
+    let key_len = u32::from_le_bytes(body[5..HEAD_LEN].try_into().expect("4 bytes")) as usize;
+    let rest = &body[HEAD_LEN..];
+    let Some(key) = rest.get(..key_len) else {
+        return Err(Damage::Invalid(format!(
+            "key length {key_len} runs past the record's end"
+        )));
+    };
+    let key =
+        std::str::from_utf8(key).map_err(|_| Damage::Invalid("key is not UTF-8".to_owned()))?;
+    let value = &rest[key_len..];
+    match kind {
+        KIND_PUT => Ok(Record::Put { key, value }),
+        KIND_DELETE if value.is_empty() => Ok(Record::Delete { key }),
+        KIND_DELETE => Err(Damage::Invalid("a delete that carries a value".to_owned())),
+        other => Err(Damage::Invalid(format!("unknown record kind {other}"))),
+    }
+}
+
+/// The whole size of the record whose first [`HEAD_LEN`] bytes are `head`, if they could start
+/// one: a length that covers kind and key length, a known kind, a key that fits.
+fn plausible_size(head: &[u8]) -> Option<u64> {
+    let len = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+    let key_len = u32::from_le_bytes(head[5..HEAD_LEN].try_into().expect("4 bytes"));
+    let holds_key = len.checked_sub(5).is_some_and(|rest| key_len <= rest);
+    let known_kind = matches!(head[4], KIND_PUT | KIND_DELETE);
+    (holds_key && known_kind).then(|| (4 + CRC_LEN) as u64 + u64::from(len))
+}
+
+/// Checks a log's header.
+fn check_magic(header: &[u8]) -> Result<(), String> {
+    if header == MAGIC {
+        Ok(())
+    } else if header[..MAGIC.len() - 1] == MAGIC[..MAGIC.len() - 1] {
+        Err(format!(
+            "log format version {}, this build reads {}",
+            header[MAGIC.len() - 1],
+            MAGIC[MAGIC.len() - 1]
+        ))
+    } else {
+        Err("not a store log (bad header)".to_owned())
+    }
+}
+
+/// Reads the log `file` at `path` into an index of its live records and returns it with the
+/// log's length, after dropping a torn end (see [`LogStore`]).
+fn replay(file: &File, path: &Path) -> Result<(Keys, u64), StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file_len = file.metadata().map_err(io_err("stat", path))?.len();
+    if file_len < MAGIC.len() as u64 {
+        return Err(corrupt(format!(
+            "{file_len} bytes, shorter than the log's header"
+        )));
+    }
+    let mut reader = BufReader::with_capacity(IO_BUFFER, file);
+    // A log just created has its cursor at the end.
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(io_err("read", path))?;
+    let mut header = [0; MAGIC.len()];
+    reader
+        .read_exact(&mut header)
+        .map_err(io_err("read", path))?;
+    check_magic(&header).map_err(corrupt)?;
+
+    let mut keys = Keys::default();
+    let mut offset = MAGIC.len() as u64;
+    let mut record = Vec::new();
+    while offset < file_len {
+        let damage = match read_next(&mut reader, file_len - offset, &mut record)
+            .map_err(io_err("read", path))?
+        {
+            Err(damage) => damage,
+            Ok(()) => match decode(&record) {
+                Ok(found) => {
+                    let slot = Slot {
+                        offset,
+                        len: record.len() as u64,
+                    };
+                    match found {
+                        Record::Put { key, .. } => keys.put(key, slot),
+                        Record::Delete { key } => keys.delete(key),
+                    }
+                    offset += slot.len;
+                    continue;
+                }
+                Err(Damage::Checksum) => "its checksum does not match".to_owned(),
+                Err(Damage::Invalid(why)) => {
+                    return Err(corrupt(format!("record at offset {offset}: {why}")));
+                }
+            },
+        };
+        if let Some(next) = find_record(file, offset + 1, file_len).map_err(io_err("read", path))? {
+            return Err(corrupt(format!(
+                "the record at offset {offset} is damaged ({damage}), but a valid record follows \
+                 at offset {next}, so this is not the torn end of an interrupted write"
+            )));
+        }
+        file.set_len(offset)
+            .map_err(io_err("truncate the torn end of", path))?;
+        file.sync_all().map_err(io_err("fsync", path))?;
+        tracing::warn!(
+            path = %path.display(),
+            offset,
+            dropped_bytes = file_len - offset,
+            damage,
+            "dropped the torn end of the store's log: writes that a crash interrupted before \
+             they were flushed"
+        );
+        return Ok((keys, offset));
+    }
+    Ok((keys, offset))
+}
+
+/// Reads the next record from `reader`, with `remaining` bytes left in the file, into `record`,
+/// or says why the bytes there cannot be one. Only its length is checked here.
+fn read_next(
+    reader: &mut impl io::Read,
+    remaining: u64,
+    record: &mut Vec<u8>,
+) -> io::Result<Result<(), String>> {
+    if remaining < MIN_RECORD as u64 {
+        return Ok(Err(format!("{remaining} bytes, too few for a record")));
+    }
+    let mut len = [0; 4];
+    reader.read_exact(&mut len)?;
+    let size = (4 + CRC_LEN) as u64 + u64::from(u32::from_le_bytes(len));
+    if size < MIN_RECORD as u64 {
+        return Ok(Err(format!("its length, {size} bytes, is too short")));
+    }
+    if size > remaining {
+        return Ok(Err(format!(
+            "its length, {size} bytes, runs past the end of the file, {remaining} bytes on"
+        )));
+    }
+    record.clear();
+    record.extend_from_slice(&len);
+    // At most the file's remaining length, checked above.
+    record.resize(size as usize, 0);
+    reader.read_exact(&mut record[4..])?;
+    Ok(Ok(()))
+}
+
+/// The offset of the first valid record starting anywhere in `from..end` of `file`, if any,
+/// found by trying every byte. Damage with none after it is a torn end.
+fn find_record(file: &File, from: u64, end: u64) -> io::Result<Option<u64>> {
+    // Each window overlaps the next by a record head, so a head is never split between them.
+    let mut window = vec![0; IO_BUFFER + HEAD_LEN - 1];
+    let mut start = from;
+    let mut record = Vec::new();
+    while end.saturating_sub(start) >= MIN_RECORD as u64 {
+        let len = usize::try_from(end - start).map_or(window.len(), |n| n.min(window.len()));
+        let bytes = &mut window[..len];
+        file.read_exact_at(bytes, start)?;
+        for i in 0..=(len - HEAD_LEN).min(IO_BUFFER - 1) {
+            let at = start + i as u64;
+            // Random bytes almost never pass this, so the checksum is rarely computed.
+            let Some(size) = plausible_size(&bytes[i..i + HEAD_LEN]) else {
+                continue;
+            };
+            if size > end - at {
+                continue;
+            }
+            // Fits in memory: it is within the file's length, checked above.
+            let size = size as usize;
+            let candidate = match bytes.get(i..i + size) {
+                Some(candidate) => candidate,
+                None => {
+                    record.resize(size, 0);
+                    file.read_exact_at(&mut record, at)?;
+                    &record[..]
+                }
+            };
+            if !matches!(decode(candidate), Err(Damage::Checksum)) {
+                return Ok(Some(at));
+            }
+        }
+        start += IO_BUFFER as u64;
+    }
+    Ok(None)
+}
+
+/// Reads the record of `key`, which the index puts at `slot`, from the log `file` at `path` into
+/// `record`, checks it, and returns its value.
+fn read_live<'r>(
+    file: &File,
+    path: &Path,
+    key: &str,
+    slot: Slot,
+    record: &'r mut Vec<u8>,
+) -> Result<&'r [u8], StoreError> {
+    // The record was in memory when it was written or replayed, so its size fits.
+    record.resize(slot.len as usize, 0);
+    file.read_exact_at(record, slot.offset)
+        .map_err(io_err("read", path))?;
+    let record: &'r [u8] = record;
+    let reason = match decode(record) {
+        Ok(Record::Put { key: found, value }) if found == key => return Ok(value),
+        Ok(_) => format!("it is not the put of {key:?} the index expects"),
+        Err(Damage::Checksum) => format!("its checksum (key {key:?}) no longer matches"),
+        Err(Damage::Invalid(why)) => why,
+    };
+    Err(StoreError::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!(
+            "the record at offset {} changed since this store wrote or loaded it: {reason}",
+            slot.offset
+        ),
+    })
+}
+
+/// Writes a new log into the temp file (its header, then what `fill` writes), makes it
+/// durable and renames it over `log`; returns the open file and `fill`'s result. The caller
+/// makes the rename durable. A failure before the rename removes the temp file and leaves the
+/// log as it was.
+fn write_log<T>(
+    dir: &Path,
+    fill: impl FnOnce(&mut BufWriter<&File>, &Path) -> Result<T, StoreError>,
+) -> Result<(File, T), StoreError> {
+    let temp = dir.join(COMPACT_FILE);
+    let written = (|| {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)
+            .map_err(io_err("create", &temp))?;
+        let mut out = BufWriter::with_capacity(IO_BUFFER, &file);
+        out.write_all(&MAGIC).map_err(io_err("write", &temp))?;
+        let filled = fill(&mut out, &temp)?;
+        out.flush().map_err(io_err("write", &temp))?;
+        drop(out);
+        // The data must be on disk before the rename can be: otherwise a power cut could
+        // leave `log` naming an empty or partial file.
+        file.sync_all().map_err(io_err("fsync", &temp))?;
+        Ok((file, filled))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+        return written;
+    }
+    let log = dir.join(LOG_FILE);
+    if let Err(e) = fs::rename(&temp, &log) {
+        let _ = fs::remove_file(&temp);
+        return Err(io_err("rename into place", &log)(e));
+    }
+    written
+}
+
+/// Deletes the temp file of a compaction that a crash interrupted. It is never read: the
+/// rename that would have committed it did not happen, so `log` is still whole.
+fn remove_leftover_compaction(dir: &Path) -> Result<(), StoreError> {
+    let temp = dir.join(COMPACT_FILE);
+    match fs::remove_file(&temp) {
+        Ok(()) => {
+            tracing::info!(
+                path = %temp.display(),
+                "removed the temp file of an interrupted compaction"
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err("remove leftover temp file", &temp)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+
+    use super::*;
+
+    fn open(dir: &Path) -> LogStore {
+        LogStore::open(dir).expect("open store")
+    }
+
+    fn log_path(dir: &Path) -> PathBuf {
+        dir.join(LOG_FILE)
+    }
+
+    fn log_len(dir: &Path) -> u64 {
+        fs::metadata(log_path(dir)).unwrap().len()
+    }
+
+    fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
+        (key.to_owned(), value.to_vec())
+    }
+
+    fn flushes(store: &LogStore) -> u64 {
+        store.flushes.load(Ordering::Relaxed)
+    }
+
+    /// The error of opening `dir`, which must be a corrupt log; its message.
+    fn corrupt_error(dir: &Path) -> String {
+        match LogStore::open(dir) {
+            Err(e @ StoreError::Corrupt { .. }) => {
+                let message = e.to_string();
+                let StoreError::Corrupt { path, .. } = e else {
+                    unreachable!()
+                };
+                assert_eq!(path, log_path(dir));
+                assert!(
+                    message.contains(&log_path(dir).display().to_string()),
+                    "{message}"
+                );
+                message
+            }
+            other => panic!("expected a corrupt-log error, got {other:?}"),
+        }
+    }
+
+    /// A store holding `a`, `b` and `c` (in that order, 100-byte values), closed; returns the
+    /// offset of each record.
+    fn three_records(dir: &Path) -> [u64; 3] {
+        let store = open(dir);
+        store.put("a", &[b'a'; 100]).unwrap();
+        store.put("b", &[b'b'; 100]).unwrap();
+        store.put("c", &[b'c'; 100]).unwrap();
+        let size = (MIN_RECORD + 1 + 100) as u64;
+        let first = MAGIC.len() as u64;
+        [first, first + size, first + 2 * size]
+    }
+
+    /// A put value comes back from `load_all`, in a directory `open` created.
+    #[test]
+    fn round_trip() {
+        let root = tempfile::tempdir().unwrap();
+        let store = open(&root.path().join("data").join("nested"));
+        store.put("group/b", b"").unwrap();
+        store.put("group/a", b"hello").unwrap();
+        store.put("gröup/名前/🦀", b"x").unwrap();
+        assert_eq!(
+            store.load_all().unwrap(),
+            [
+                entry("group/a", b"hello"),
+                entry("group/b", b""),
+                entry("gröup/名前/🦀", b"x")
+            ]
+        );
+    }
+
+    /// A second put replaces the value.
+    #[test]
+    fn overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"first").unwrap();
+        store.put("group/a", b"second, longer").unwrap();
+        assert_eq!(
+            store.load_all().unwrap(),
+            [entry("group/a", b"second, longer")]
+        );
+    }
+
+    /// Delete removes a key; deleting a missing key is fine and writes nothing.
+    #[test]
+    fn delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"1").unwrap();
+        store.put("group/b", b"2").unwrap();
+        store.delete("group/a").unwrap();
+        let len = log_len(dir.path());
+        store.delete("group/a").unwrap();
+        store.delete("never existed").unwrap();
+        assert_eq!(log_len(dir.path()), len);
+        assert_eq!(store.load_all().unwrap(), [entry("group/b", b"2")]);
+    }
+
+    /// A reopened store sees every put, overwrite and delete the dropped one made.
+    #[test]
+    fn reopen_sees_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"1").unwrap();
+        store.put("group/b", &vec![7; 100_000]).unwrap();
+        store.put("group/a", b"one").unwrap();
+        store.put("group/c", b"3").unwrap();
+        store.delete("group/c").unwrap();
+        let before = store.load_all().unwrap();
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap(), before);
+    }
+
+    /// Compaction shrinks the log to its live records, keeps each key's latest value, makes
+    /// earlier writes durable, and a reopened store reads the compacted log.
+    #[test]
+    fn compaction_shrinks_the_log_and_keeps_the_latest_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        store.compact_min_bytes = 64 << 10;
+        let value = |key: usize, round: usize| vec![(key * 31 + round) as u8; 1000];
+        let mut token = SyncToken::DURABLE;
+        for round in 0..100 {
+            for key in 0..10 {
+                token = store
+                    .put_unsynced(&format!("group/{key}"), &value(key, round))
+                    .unwrap();
+            }
+        }
+        // The early puts were made durable by a compaction: syncing one flushes nothing.
+        store.sync(SyncToken::new(1)).unwrap();
+        assert_eq!(flushes(&store), 0);
+        store.sync(token).unwrap();
+        store.delete("group/9").unwrap();
+
+        // The last compaction rewrote at most 64 KiB (plus its trigger's slack) of 10 keys.
+        let len = log_len(dir.path());
+        assert!(
+            len < 2 * (64 << 10),
+            "log of {len} bytes after 1 MB of puts"
+        );
+        assert!(!dir.path().join(COMPACT_FILE).exists());
+        let expected: Vec<_> = (0..9)
+            .map(|key| (format!("group/{key}"), value(key, 99)))
+            .collect();
+        assert_eq!(store.load_all().unwrap(), expected);
+
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.load_all().unwrap(), expected);
+        store.put("group/0", b"after reopen").unwrap();
+        drop(store);
+        assert_eq!(
+            open(dir.path()).load_all().unwrap()[0],
+            entry("group/0", b"after reopen")
+        );
+    }
+
+    /// The temp file of an interrupted compaction is removed on open and never read.
+    #[test]
+    fn leftover_compaction_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        open(dir.path()).put("group/a", b"committed").unwrap();
+        let temp = dir.path().join(COMPACT_FILE);
+        fs::write(&temp, b"ASTLOG\0\x01 half a compaction").unwrap();
+        let store = open(dir.path());
+        assert!(!temp.exists());
+        assert_eq!(store.load_all().unwrap(), [entry("group/a", b"committed")]);
+    }
+
+    /// A log cut short anywhere in its last record loses only that record on open, and the
+    /// store appends after the earlier ones.
+    #[test]
+    fn torn_tail_cut_short_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let [_, _, last] = three_records(dir.path());
+        let full = fs::read(log_path(dir.path())).unwrap();
+        for len in last + 1..full.len() as u64 {
+            fs::write(log_path(dir.path()), &full[..len as usize]).unwrap();
+            let store = open(dir.path());
+            assert_eq!(log_len(dir.path()), last, "cut at {len}");
+            assert_eq!(
+                store.load_all().unwrap(),
+                [entry("a", &[b'a'; 100]), entry("b", &[b'b'; 100])]
+            );
+        }
+        open(dir.path()).put("d", b"after the torn end").unwrap();
+        assert_eq!(
+            open(dir.path()).load_all().unwrap(),
+            [
+                entry("a", &[b'a'; 100]),
+                entry("b", &[b'b'; 100]),
+                entry("d", b"after the torn end")
+            ]
+        );
+    }
+
+    /// A last record failing its checksum, anywhere, is a torn end: dropped on open.
+    #[test]
+    fn torn_tail_failing_its_checksum_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let [_, _, last] = three_records(dir.path());
+        let clean = fs::read(log_path(dir.path())).unwrap();
+        for i in last as usize..clean.len() {
+            let mut bytes = clean.clone();
+            bytes[i] ^= 0x10;
+            fs::write(log_path(dir.path()), &bytes).unwrap();
+            let store = open(dir.path());
+            assert_eq!(log_len(dir.path()), last, "byte {i}");
+            assert_eq!(store.load_all().unwrap().len(), 2, "byte {i}");
+        }
+        let store = open(dir.path());
+        store.put("c", b"again").unwrap();
+        assert_eq!(store.load_all().unwrap()[2], entry("c", b"again"));
+    }
+
+    /// Zeros after the last record, as a power cut can leave in a file extended but never
+    /// written, are a torn end too.
+    #[test]
+    fn torn_tail_of_zeros_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let [_, _, last] = three_records(dir.path());
+        let end = log_len(dir.path());
+        let mut bytes = fs::read(log_path(dir.path())).unwrap();
+        bytes.resize(bytes.len() + 10_000, 0);
+        fs::write(log_path(dir.path()), &bytes).unwrap();
+        assert_eq!(open(dir.path()).load_all().unwrap().len(), 3);
+        assert_eq!(log_len(dir.path()), end);
+
+        // The last record and what follows it zeroed out: that record is lost, no more.
+        bytes[last as usize..].fill(0);
+        fs::write(log_path(dir.path()), &bytes).unwrap();
+        assert_eq!(open(dir.path()).load_all().unwrap().len(), 2);
+        assert_eq!(log_len(dir.path()), last);
+    }
+
+    /// Damage to a record that a valid record follows, in its value or its length, is
+    /// reported naming the log and the offset, and nothing is truncated.
+    #[test]
+    fn damage_in_the_middle_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let [first, second, _] = three_records(dir.path());
+        let clean = fs::read(log_path(dir.path())).unwrap();
+        // A flipped value byte in the second record; in the first, a shorter length, a longer
+        // one, and one that runs past the end of the file.
+        for (i, flip, offset) in [
+            (second as usize + 50, 0x10, second),
+            (first as usize, 0x40, first),
+            (first as usize, 0x01, first),
+            (first as usize + 3, 0x01, first),
+        ] {
+            let mut bytes = clean.clone();
+            bytes[i] ^= flip;
+            fs::write(log_path(dir.path()), &bytes).unwrap();
+            let message = corrupt_error(dir.path());
+            assert!(
+                message.contains(&format!("record at offset {offset} is damaged")),
+                "{message}"
+            );
+            assert!(message.contains("a valid record follows"), "{message}");
+            assert_eq!(fs::read(log_path(dir.path())).unwrap(), bytes);
+        }
+    }
+
+    /// A record whose checksum matches but that this build cannot read is corrupt even at the
+    /// end: it was written like that, not torn.
+    #[test]
+    fn unreadable_record_with_a_valid_checksum_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        three_records(dir.path());
+        let mut bytes = fs::read(log_path(dir.path())).unwrap();
+        bytes.extend_from_slice(&encode(7, "k", b"v", Path::new("log")).unwrap());
+        fs::write(log_path(dir.path()), &bytes).unwrap();
+        let message = corrupt_error(dir.path());
+        assert!(message.contains("unknown record kind 7"), "{message}");
+    }
+
+    /// A log with a bad or short header, or a newer format version, is refused.
+    #[test]
+    fn bad_header_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        three_records(dir.path());
+        let clean = fs::read(log_path(dir.path())).unwrap();
+        let mut newer = clean.clone();
+        newer[7] = 2;
+        let mut foreign = clean.clone();
+        foreign[0] = b'X';
+        for (bytes, says) in [
+            (newer, "log format version 2, this build reads 1"),
+            (foreign, "not a store log"),
+            (b"ASTLOG".to_vec(), "shorter than the log's header"),
+            (Vec::new(), "shorter than the log's header"),
+        ] {
+            fs::write(log_path(dir.path()), &bytes).unwrap();
+            let message = corrupt_error(dir.path());
+            assert!(message.contains(says), "{message}");
+        }
+    }
+
+    /// A second open of a directory in use fails with `Locked`, from this store or a
+    /// `DirStore`, until the first closes.
+    #[test]
+    fn second_open_is_refused_while_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = open(dir.path());
+        let me = std::process::id();
+        let error = LogStore::open(dir.path()).expect_err("locked");
+        assert!(
+            matches!(error, StoreError::Locked { holder: Some(pid), .. } if pid == me),
+            "{error:?}"
+        );
+        let error = crate::store::DirStore::open(dir.path()).expect_err("locked");
+        assert!(matches!(error, StoreError::Locked { .. }), "{error:?}");
+        drop(first);
+        open(dir.path());
+    }
+
+    /// Writes from 8 threads, each synced after the write, all survive a reopen, and the
+    /// threads shared flushes.
+    #[test]
+    fn concurrent_writers_share_flushes() {
+        const THREADS: usize = 8;
+        const WRITES: usize = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        thread::scope(|scope| {
+            for t in 0..THREADS {
+                let store = &store;
+                scope.spawn(move || {
+                    for i in 0..WRITES {
+                        let token = store
+                            .put_unsynced(&format!("t{t}/{i:03}"), &[t as u8; 2000])
+                            .unwrap();
+                        store.sync(token).unwrap();
+                    }
+                });
+            }
+        });
+        let flushes = flushes(&store);
+        assert!(
+            flushes < (THREADS * WRITES) as u64,
+            "{flushes} flushes for {} writes",
+            THREADS * WRITES
+        );
+        drop(store);
+        let loaded = open(dir.path()).load_all().unwrap();
+        assert_eq!(loaded.len(), THREADS * WRITES);
+        for (key, value) in loaded {
+            let t: u8 = key[1..key.find('/').unwrap()].parse().unwrap();
+            assert_eq!(value, [t; 2000], "{key}");
+        }
+    }
+
+    /// Syncing a token that an earlier flush covered, or the durable token, flushes nothing.
+    #[test]
+    fn sync_of_a_flushed_token_does_not_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let first = store.put_unsynced("group/a", b"1").unwrap();
+        let second = store.put_unsynced("group/b", b"2").unwrap();
+        assert_eq!(flushes(&store), 0);
+        store.sync(second).unwrap();
+        assert_eq!(flushes(&store), 1);
+        store.sync(first).unwrap();
+        store.sync(second).unwrap();
+        store.sync(SyncToken::DURABLE).unwrap();
+        assert_eq!(flushes(&store), 1);
+    }
+
+    /// After a failed flush, that sync and every later write and sync fail saying to restart;
+    /// a restarted store loads the log.
+    #[test]
+    fn failed_flush_makes_the_store_refuse_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"durable").unwrap();
+        let durable = store.put_unsynced("group/b", b"flushed").unwrap();
+        store.sync(durable).unwrap();
+        store.fail_next_flush.store(true, Ordering::Relaxed);
+        let error = store.put("group/a", b"unknown").expect_err("flush fails");
+        let message = error.to_string();
+        assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
+        assert!(message.contains("injected flush failure"), "{message}");
+        assert!(message.contains("restart the service"), "{message}");
+
+        let refusals = [
+            store.put("group/c", b"x").expect_err("put refused"),
+            store
+                .put_unsynced("group/c", b"x")
+                .expect_err("append refused"),
+            store.delete("group/a").expect_err("delete refused"),
+            store.sync(durable).expect_err("sync refused"),
+        ];
+        for error in refusals {
+            let message = error.to_string();
+            assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
+            assert!(
+                message.contains("a flush or write failed earlier"),
+                "{message}"
+            );
+            assert!(message.contains("injected flush failure"), "{message}");
+            assert!(message.contains("restart the service"), "{message}");
+        }
+        assert!(format!("{store:?}").contains("injected flush failure"));
+
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.load_all().unwrap()[1], entry("group/b", b"flushed"));
+        store.put("group/c", b"after restart").unwrap();
+    }
+}
