@@ -166,7 +166,7 @@ pub enum StoreError {
 }
 
 /// An [`io::Error`] → [`StoreError::Io`] adapter naming the action and path.
-fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError {
+pub(crate) fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError {
     let path = path.to_path_buf();
     move |source| StoreError::Io {
         action,
@@ -450,7 +450,7 @@ fn open_locked_dir(dir: &Path) -> Result<File, StoreError> {
 }
 
 /// Makes the directory's entries (creations, renames, removals) durable.
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_err("fsync directory", dir))

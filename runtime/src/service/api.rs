@@ -502,11 +502,13 @@ async fn assign(
     );
     let permit = permit(&t.settings()).instrument(span.clone()).await?;
     let (duration, outcome, answer) = blocking(&t, move |t| {
-        let _permit = permit;
         // The call itself runs without the tenant's lock: describe, configs and other
-        // groups' assignments go on meanwhile.
+        // groups' assignments go on meanwhile. The slot bounds calls, which use a core, and
+        // is freed before the commit: waiting for a flush does not, and holding the slot
+        // through it would cap how many commits can share one flush.
         let start = Instant::now();
         let done = job.run();
+        drop(permit);
         let duration = start.elapsed();
         let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
         let mut state = t.state();

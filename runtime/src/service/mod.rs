@@ -4,7 +4,7 @@
 //! Each tenant gets its own [`Runtime`](crate::Runtime) (its fuel, memory and deadline per
 //! call), its own [`Coordinator`](crate::coordinator::Coordinator) whose registry is the
 //! broker's configured assignors plus the tenant's uploads, and its own namespace
-//! (`tenant/<name>/…`) of the one [`DirStore`]. A tenant sees and selects only the built-ins
+//! (`tenant/<name>/…`) of the one [`LogStore`]. A tenant sees and selects only the built-ins
 //! and its own assignors and reaches only its own groups; another tenant's resources answer
 //! exactly like missing ones (404), so nothing reveals that they exist.
 //!
@@ -22,8 +22,11 @@
 //!
 //! # Data directory
 //!
-//! - `store/`: the [`DirStore`]: per tenant, `assignor/<name>` (the uploaded component's
-//!   bytes) and the coordinator's `group/<id>` records.
+//! - `log/`: the [`LogStore`]: per tenant, `assignor/<name>` (the uploaded component's
+//!   bytes), the admin's limits, and the coordinator's `group/<id>` and `capture/<id>`
+//!   records. A log, so that concurrent commits share one `fdatasync` (group commit).
+//! - `store.imported/`: where a data directory written before the log (one [`DirStore`] file
+//!   per key in `store/`) keeps its old records once they have been imported into the log.
 //! - `cache/`: compiled components by content hash, so a restart deserializes uploads
 //!   instead of recompiling them.
 //!
@@ -57,12 +60,13 @@ mod namespace;
 mod tenant;
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
 use crate::registry::RegistryError;
-use crate::store::{DirStore, Store, StoreError};
+use crate::store::{DirStore, LogStore, Store, StoreError, SyncToken, io_err, sync_dir};
 
 use self::config::ServiceConfig;
 use self::metrics::Metrics;
@@ -113,6 +117,33 @@ pub enum StartError {
     },
 }
 
+/// The service's store: the [`LogStore`] in `log/`, with the records of a data directory
+/// written before it (a [`DirStore`] in `store/`) imported once. The import is flushed before
+/// `store/` is renamed to `store.imported/`, so a crash midway simply imports again: the
+/// old records are copied, never changed.
+fn open_store(data_dir: &Path) -> Result<Arc<dyn Store>, StoreError> {
+    let log = LogStore::open(data_dir.join("log"))?;
+    let old = data_dir.join("store");
+    if old.is_dir() {
+        let entries = DirStore::open(&old)?.load_all()?;
+        let mut last = SyncToken::DURABLE;
+        for (key, value) in &entries {
+            last = log.put_unsynced(key, value)?;
+        }
+        log.sync(last)?;
+        let imported = data_dir.join("store.imported");
+        std::fs::rename(&old, &imported).map_err(io_err("rename imported store", &old))?;
+        sync_dir(data_dir)?;
+        tracing::info!(
+            records = entries.len(),
+            from = %old.display(),
+            kept_in = %imported.display(),
+            "imported the data directory's records into the log"
+        );
+    }
+    Ok(Arc::new(log))
+}
+
 /// The service: every tenant, opened from one data directory.
 #[derive(Debug)]
 pub struct Service {
@@ -126,7 +157,7 @@ impl Service {
     /// Opens the data directory (locking it) and every tenant in it: the broker's assignors,
     /// the tenant's stored uploads and groups.
     pub fn open(config: &ServiceConfig) -> Result<Self, StartError> {
-        let store: Arc<dyn Store> = Arc::new(DirStore::open(config.data_dir.join("store"))?);
+        let store = open_store(&config.data_dir)?;
         let cache_dir = config.data_dir.join("cache");
         let tenants = config
             .tenants

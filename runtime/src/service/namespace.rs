@@ -44,7 +44,8 @@ impl Store for Namespaced {
     }
 
     fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
-        self.inner.put_unsynced(&format!("{}{key}", self.prefix), value)
+        self.inner
+            .put_unsynced(&format!("{}{key}", self.prefix), value)
     }
 
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
