@@ -28,6 +28,10 @@ use assignor_runtime::service::config::{ServiceConfig, token_sha256};
 use assignor_tests::guests;
 use serde_json::Value;
 
+/// The allocator of the `assignor` binary, whose service this bench runs in-process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TOKEN: &str = "bench-token";
 const NAME: &str = "stickw";
 
