@@ -5,7 +5,10 @@
 //! Each assignment is one `POST /v1/groups/{g}/assign` that computes a new target (every
 //! group is triggered once, so nothing is answered from a current target) and commits it
 //! durably before answering. The groups are created beforehand, untimed. The tenant may run
-//! as many assignments at once as the machine has cores.
+//! as many assignments at once as the machine has cores. The clients are keep-alive
+//! connections driven by one thread with an async client (as wrk's are), in this process:
+//! the service and its load share the machine's cores, and the CPU per assignment printed
+//! counts both.
 //!
 //! `sticky` is the built-in's name, which an upload may not take, so the bench uploads the
 //! sandboxed sticky component with its name bytes changed to `stickw` (same length, nothing
@@ -16,16 +19,20 @@
 //! temporary directory under `ASSIGNOR_BENCH_DIR` if set (e.g. `/dev/shm`, where `fsync`
 //! costs nothing, to see the service without its disk), else under the system's.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use assignor_runtime::service::Service;
 use assignor_runtime::service::config::{ServiceConfig, token_sha256};
 use assignor_tests::guests;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Empty};
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 /// The allocator of the `assignor` binary, whose service this bench runs in-process.
@@ -150,6 +157,64 @@ fn cpu_seconds() -> f64 {
     ticks as f64 / 100.0
 }
 
+/// The measured load: `POST /v1/groups/p{phase}-g{i}/assign` for each `i` in `0..n` over
+/// `clients` keep-alive connections, all driven by one thread with an async client (as wrk
+/// does), so that the load generator takes as little of the cores as it can. Checks each
+/// answer and returns the latencies.
+fn trigger(addr: SocketAddr, clients: usize, n: usize, phase: usize) -> Vec<Duration> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a client runtime");
+    let next = Arc::new(AtomicUsize::new(0));
+    let marker = format!("\"assignor\":\"{NAME}\"");
+    runtime.block_on(async {
+        let mut connections = tokio::task::JoinSet::new();
+        for _ in 0..clients {
+            let (next, marker) = (next.clone(), marker.clone());
+            connections.spawn(async move {
+                let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+                stream.set_nodelay(true).expect("nodelay");
+                let (mut sender, connection) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                        .await
+                        .expect("HTTP/1.1 handshake");
+                tokio::spawn(connection);
+                let mut latencies = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return latencies;
+                    }
+                    let request = hyper::Request::post(format!("/v1/groups/p{phase}-g{i}/assign"))
+                        .header(hyper::header::HOST, addr.to_string())
+                        .header(hyper::header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+                        .body(Empty::<Bytes>::new())
+                        .expect("a request");
+                    let t = Instant::now();
+                    let response = sender.send_request(request).await.expect("an answer");
+                    let status = response.status();
+                    let body = response
+                        .into_body()
+                        .collect()
+                        .await
+                        .expect("a body")
+                        .to_bytes();
+                    latencies.push(t.elapsed());
+                    let body = String::from_utf8_lossy(&body);
+                    assert_eq!(status, 200, "{body}");
+                    assert!(body.contains(&marker), "{body}");
+                }
+            });
+        }
+        let mut latencies = Vec::with_capacity(n);
+        while let Some(done) = connections.join_next().await {
+            latencies.extend(done.expect("a client connection"));
+        }
+        latencies
+    })
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -186,7 +251,8 @@ fn main() {
     .expect("valid config");
     let service = Service::open(&config).expect("the service opens");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let addr = listener.local_addr().expect("address");
+    let base = format!("http://{addr}");
     thread::spawn(move || service.run(listener));
 
     let setup = Client::new(&base);
@@ -219,20 +285,11 @@ fn main() {
         });
         let setup_time = start.elapsed();
         let load_before = load_average();
-        let latencies = Arc::new(std::sync::Mutex::new(Vec::with_capacity(per_phase)));
         let cpu_before = cpu_seconds();
         let start = Instant::now();
-        parallel(&base, clients, per_phase, |c, i| {
-            let t = Instant::now();
-            let (status, body) = c.send("POST", &format!("/v1/groups/{}/assign", group(i)), b"");
-            let took = t.elapsed();
-            assert_eq!(status, 200, "{body}");
-            assert!(body.contains(&format!("\"assignor\":\"{NAME}\"")), "{body}");
-            latencies.lock().expect("lock").push(took);
-        });
+        let mut latencies = trigger(addr, clients, per_phase, phase);
         let elapsed = start.elapsed();
         let cpu = cpu_seconds() - cpu_before;
-        let mut latencies = latencies.lock().expect("lock").clone();
         latencies.sort();
         let q = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
         println!(
