@@ -38,8 +38,9 @@
 //! - `registry`: [`Registry`] — `group.streams.assignors` resolved at startup, fail-fast.
 //! - [`coordinator`]: streams groups, their configs, epochs and target assignments;
 //!   failures keep the previous target.
-//! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait, the
-//!   embedded [`store::DirStore`] (a locked directory of checksummed files) and
+//! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait (with
+//!   two-phase writes for group commit), the embedded [`store::LogStore`] (one compacted log)
+//!   and [`store::DirStore`] (a locked directory of checksummed files), and
 //!   [`store::MemoryStore`].
 //! - [`service`]: `assignor serve`, the multi-tenant HTTP service over registries,
 //!   coordinators and the store (uploads, group configs, triggers, describe).

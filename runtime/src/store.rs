@@ -1,9 +1,9 @@
 //! Durable named blobs for the group coordinator's state (group configs, target assignments):
-//! the [`Store`] trait, so a distributed backend can replace the embedded one; [`DirStore`], the
-//! embedded default, one checksummed file per key in a locked local directory; [`LogStore`],
-//! embedded too, one append-only compacted log with group commit for thousands of durable
-//! writes per second (its format is on its page); and [`MemoryStore`] for tests and embedders
-//! that need no durability.
+//! the [`Store`] trait, so a distributed backend can replace the embedded ones; [`LogStore`],
+//! the service's, one append-only compacted log with group commit for thousands of durable
+//! writes per second (its format is on its page); [`DirStore`], one checksummed file per key
+//! in a locked local directory (the service's store before the log, still read to import an
+//! old data directory); and [`MemoryStore`] for tests and embedders that need no durability.
 //!
 //! The coordinator encodes its values (with postcard) itself; a store only sees bytes.
 //!
