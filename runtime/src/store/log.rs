@@ -1,8 +1,9 @@
 //! [`LogStore`]: the embedded store as one append-only log of records, compacted, with group
 //! commit. [`DirStore`](super::DirStore) pays two `fsync`s for every write; here a write is one
-//! `write` at the end of a file, and writers that [`sync`](Store::sync) at the same time share
-//! one `fdatasync`. The state is the last record of each key, as in Kafka's
-//! `__consumer_offsets`, and a compaction now and then rewrites the log with only those.
+//! `write` into space allocated ahead at the end of a file, and writers that
+//! [`sync`](Store::sync) at the same time share one `fdatasync`. The state is the last record
+//! of each key, as in Kafka's `__consumer_offsets`, and a compaction now and then rewrites the
+//! log with only those.
 //!
 //! Its format, recovery and compaction are documented on [`LogStore`], where rustdoc shows
 //! them: this module is private.
@@ -37,6 +38,13 @@ const MIN_RECORD: usize = HEAD_LEN + CRC_LEN;
 const COMPACT_MIN_BYTES: u64 = 4 << 20;
 /// Buffer size for reading the log on open, scanning it and writing a compacted one.
 const IO_BUFFER: usize = 1 << 20;
+/// The least and the most the log grows by at once: an eighth of its length, between these.
+const PREALLOCATE_MIN_BYTES: u64 = 1 << 20;
+const PREALLOCATE_MAX_BYTES: u64 = 16 << 20;
+/// The log's length is a multiple of this, a file system block.
+const PREALLOCATE_ALIGN: u64 = 4096;
+/// Written to preallocate the log, [`IO_BUFFER`] bytes at a time.
+static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 
 /// The embedded store as an append-only log with group commit: from concurrent writers,
 /// thousands of durable writes per second where [`DirStore`](super::DirStore) manages hundreds.
@@ -55,40 +63,60 @@ const IO_BUFFER: usize = 1 << 20;
 ///   It replaces `log` by an atomic rename only once complete and durable, so a leftover one is
 ///   from an interrupted compaction: removed on open, never read.
 ///
-/// `log` is a header, then records; integers little-endian:
+/// `log` is a header, then records, then zeros to the end of the file; integers
+/// little-endian:
 ///
 /// ```text
 /// header       8 bytes  "ASTLOG\0" then the format version, 1
 /// each record:
-///   len        u32      bytes from kind to the end of value
+///   len        u32      bytes from kind to the end of value: at least 5, never 0
 ///   kind       u8       1 = put, 2 = delete
 ///   key_len    u32
 ///   key        key_len bytes, UTF-8
 ///   value      len - 5 - key_len bytes; none for a delete
 ///   crc        u32      CRC-32 (IEEE) of everything from len to the end of value
+/// then         zeros    space allocated for the next records, possibly none
 /// ```
 ///
 /// A key's value is its last record if that is a put; a key whose last record is a delete, or
 /// that has none, is absent.
+///
+/// The log ends where zeros run to the end of the file: no record starts with a zero `len`,
+/// which counts its own kind and key length. So the file's length is not the log's: the file
+/// is grown ahead of the records, by an eighth of its length (at least 1 MiB, at most 16 MiB,
+/// rounded up to 4 KiB), writing zeros and flushing them when a record would cross its end.
+/// Records then overwrite blocks already allocated and written without changing the file's
+/// size, so their `fdatasync` writes only data, not also the file's metadata (the inode, on
+/// ext4). Zeros rather than a hole (`set_len`) or `fallocate`: the first write into either
+/// still changes the metadata that maps the file's blocks. A build from before this writes no
+/// zeros and reads them as a torn end, which it truncates with a warning: the format, and its
+/// version, are unchanged.
 ///
 /// # Durability and recovery
 ///
 /// A record reaches the file with one `write`, so once [`put_unsynced`](Store::put_unsynced)
 /// returns it is in the page cache and survives the process being killed; `sync` makes it
 /// survive the machine losing power too. After a power cut, the records written since the last
-/// flush may be missing, cut short, or zeros (a file can be extended before its new blocks are
-/// written). So on open, a damaged record with no valid record anywhere after it (cut short,
-/// failing its checksum, or zeros) is the torn end of writes that were never flushed: the file
+/// flush may be missing, cut short, or zeros (their blocks' preallocated zeros, or a file
+/// extended before its new blocks were written). So on open, zeros from a record's start to
+/// the end of the file are where the log ends, silently, and they stay as preallocated space.
+/// Other damage with no valid record anywhere after it (a record cut short or failing its
+/// checksum, followed by anything) is the torn end of writes that were never flushed: the file
 /// is truncated back to the last good record, with a warning. Damage that a valid record
 /// follows cannot be that, and is [`StoreError::Corrupt`] naming the offset: a store never skips
 /// a record silently.
+///
+/// An append that fails truncates the file back to the log's end, so no part of that record
+/// remains before the next one; the next append allocates space again.
 ///
 /// # Compaction
 ///
 /// Once the log is larger than 4 MiB and more than twice the size of its live records (each
 /// present key's last put), the next write first rewrites it: the live records are copied to
-/// `log.compact`, which is made durable and renamed over `log`. The log thus stays under about
-/// twice its live size, and a compaction copies fewer bytes than it discards.
+/// `log.compact`, with space allocated after them as for a growth, which is made durable and
+/// renamed over `log`. The log thus stays under about twice its live size, and a compaction
+/// copies fewer bytes than it discards. These sizes are the log's, its records', not the
+/// file's: the preallocated zeros count for nothing.
 pub struct LogStore {
     dir: PathBuf,
     /// `dir/log`.
@@ -111,12 +139,17 @@ pub struct LogStore {
     failure: OnceLock<String>,
     /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
     compact_min_bytes: u64,
+    /// [`PREALLOCATE_MIN_BYTES`], lowered by tests to grow the log in small steps.
+    preallocate_min_bytes: u64,
     /// Flushes made, so tests can see that writers share them.
     #[cfg(test)]
     flushes: AtomicU64,
     /// Makes the next flush fail, so tests can see the store refuse writes afterwards.
     #[cfg(test)]
     fail_next_flush: AtomicBool,
+    /// Makes the next append write half its record and fail, so tests can see what it leaves.
+    #[cfg(test)]
+    fail_next_append: AtomicBool,
 }
 
 /// What appends change, behind the writer lock.
@@ -124,8 +157,10 @@ struct Writer {
     /// The log. Flushes and loads take their own handle to it: after a compaction they may keep
     /// using the replaced file, which is never written again.
     file: Arc<File>,
-    /// The log's length: where the next record goes.
+    /// The log's length, that of its records: where the next record goes.
     end: u64,
+    /// The file's length, at least `end`: zeros from `end` on.
+    allocated: u64,
     keys: Keys,
     /// How many writes (puts and deletes) this store has made: the last one's sequence number.
     written: u64,
@@ -184,17 +219,19 @@ impl LogStore {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Written whole and renamed into place, so a log never lacks its header.
-                let (file, ()) = write_log(&dir, |_, _| Ok(()))?;
+                // With no space allocated: the first append allocates it.
+                let (file, _, ()) = write_log(&dir, None, |_, _| Ok(()))?;
                 sync_dir(&dir)?;
                 file
             }
             Err(e) => return Err(io_err("open", &path)(e)),
         };
-        let (keys, end) = replay(&file, &path)?;
+        let (keys, end, allocated) = replay(&file, &path)?;
         tracing::info!(
             path = %path.display(),
             keys = keys.slots.len(),
             bytes = end,
+            allocated_bytes = allocated,
             "opened the store's log"
         );
         Ok(Self {
@@ -204,6 +241,7 @@ impl LogStore {
             writer: Mutex::new(Writer {
                 file: Arc::new(file),
                 end,
+                allocated,
                 keys,
                 written: 0,
             }),
@@ -212,10 +250,13 @@ impl LogStore {
             flushed: Condvar::new(),
             failure: OnceLock::new(),
             compact_min_bytes: COMPACT_MIN_BYTES,
+            preallocate_min_bytes: PREALLOCATE_MIN_BYTES,
             #[cfg(test)]
             flushes: AtomicU64::new(0),
             #[cfg(test)]
             fail_next_flush: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_next_append: AtomicBool::new(false),
         })
     }
 
@@ -268,8 +309,9 @@ impl LogStore {
         }
     }
 
-    /// Appends `record` at the end of the log, compacting it first if it is due, then lets
-    /// `apply` record its place in the index; returns its token.
+    /// Appends `record` at the end of the log, compacting it first if it is due and growing
+    /// the file if the record does not fit, then lets `apply` record its place in the index;
+    /// returns its token.
     fn append(
         &self,
         writer: &mut Writer,
@@ -280,12 +322,17 @@ impl LogStore {
             self.compact(writer)?;
         }
         let offset = writer.end;
-        if let Err(e) = writer.file.write_all_at(record, offset) {
-            // A partial record left in place would end up before the next one: damage in the
-            // middle of the log, which the next open would refuse.
+        let needed = offset + record.len() as u64;
+        if needed > writer.allocated {
+            self.grow(writer, needed)?;
+        }
+        if let Err(e) = self.write_record(&writer.file, record, offset) {
+            // A partial record left in place would end up before the next one, or before the
+            // zeros that end the log: damage the next open would refuse or warn about.
             if let Err(truncate) = writer.file.set_len(offset) {
                 return Err(self.fail("truncate a failed append to", &self.path, truncate));
             }
+            writer.allocated = offset;
             return Err(io_err("append to", &self.path)(e));
         }
         let len = record.len() as u64;
@@ -293,6 +340,22 @@ impl LogStore {
         apply(&mut writer.keys, Slot { offset, len });
         writer.written += 1;
         Ok(SyncToken::new(writer.written))
+    }
+
+    /// Grows the file to hold at least `needed` bytes, by writing zeros after its end, and
+    /// flushes it, which makes every write so far durable too. A failure to write them leaves
+    /// zeros after the log's end, which a reopen reads as preallocated space; a failure to
+    /// flush them makes the store refuse writes, as for any flush.
+    fn grow(&self, writer: &mut Writer, needed: u64) -> Result<(), StoreError> {
+        let allocated = allocation(needed, self.preallocate_min_bytes);
+        write_zeros(&writer.file, writer.allocated, allocated)
+            .map_err(io_err("preallocate", &self.path))?;
+        if let Err(e) = self.flush(&writer.file) {
+            return Err(self.fail("fdatasync", &self.path, e));
+        }
+        writer.allocated = allocated;
+        self.synced.fetch_max(writer.written, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Rewrites the log with only its live records, which also makes every write so far
@@ -306,7 +369,8 @@ impl LogStore {
             writer.keys.slots.iter().map(|(k, s)| (k, *s)).collect();
         // In file order, so the old log is read sequentially.
         live.sort_unstable_by_key(|(_, slot)| slot.offset);
-        let (file, slots) = write_log(&self.dir, |out, temp| {
+        let preallocate = Some(self.preallocate_min_bytes);
+        let (file, allocated, slots) = write_log(&self.dir, preallocate, |out, temp| {
             let mut slots = BTreeMap::new();
             let mut offset = MAGIC.len() as u64;
             let mut record = Vec::new();
@@ -319,8 +383,9 @@ impl LogStore {
             }
             Ok(slots)
         })?;
-        writer.file = Arc::new(file);
         writer.end = MAGIC.len() as u64 + writer.keys.live_bytes;
+        writer.allocated = allocated;
+        writer.file = Arc::new(file);
         writer.keys.slots = slots;
         // The rename is only durable once the directory is.
         if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
@@ -335,6 +400,17 @@ impl LogStore {
             "compacted the store's log"
         );
         Ok(())
+    }
+
+    /// Writes `record` at `offset` of the log `file`; in tests, writes only half of it and
+    /// fails on demand.
+    fn write_record(&self, file: &File, record: &[u8], offset: u64) -> io::Result<()> {
+        #[cfg(test)]
+        if self.fail_next_append.swap(false, Ordering::Relaxed) {
+            file.write_all_at(&record[..record.len() / 2], offset)?;
+            return Err(io::Error::other("injected append failure"));
+        }
+        file.write_all_at(record, offset)
     }
 
     /// `fdatasync` of the log, counted (and made to fail on demand) in tests.
@@ -544,8 +620,8 @@ fn check_magic(header: &[u8]) -> Result<(), String> {
 }
 
 /// Reads the log `file` at `path` into an index of its live records and returns it with the
-/// log's length, after dropping a torn end (see [`LogStore`]).
-fn replay(file: &File, path: &Path) -> Result<(Keys, u64), StoreError> {
+/// log's length and the file's, after dropping a torn end (see [`LogStore`]).
+fn replay(file: &File, path: &Path) -> Result<(Keys, u64, u64), StoreError> {
     let corrupt = |reason: String| StoreError::Corrupt {
         path: path.to_path_buf(),
         reason,
@@ -594,7 +670,15 @@ fn replay(file: &File, path: &Path) -> Result<(Keys, u64), StoreError> {
                 }
             },
         };
-        if let Some(next) = find_record(file, offset + 1, file_len).map_err(io_err("read", path))? {
+        let data_end = data_end(file, offset, file_len).map_err(io_err("read", path))?;
+        if data_end == offset {
+            // No record starts with a zero length, so these are the log's preallocated space.
+            return Ok((keys, offset, file_len));
+        }
+        // A record's kind is not zero, so none starts in the zeros after `data_end`.
+        if let Some(next) =
+            find_record(file, offset + 1, data_end, file_len).map_err(io_err("read", path))?
+        {
             return Err(corrupt(format!(
                 "the record at offset {offset} is damaged ({damage}), but a valid record follows \
                  at offset {next}, so this is not the torn end of an interrupted write"
@@ -611,9 +695,9 @@ fn replay(file: &File, path: &Path) -> Result<(Keys, u64), StoreError> {
             "dropped the torn end of the store's log: writes that a crash interrupted before \
              they were flushed"
         );
-        return Ok((keys, offset));
+        return Ok((keys, offset, offset));
     }
-    Ok((keys, offset))
+    Ok((keys, offset, file_len))
 }
 
 /// Reads the next record from `reader`, with `remaining` bytes left in the file, into `record`,
@@ -645,19 +729,23 @@ fn read_next(
     Ok(Ok(()))
 }
 
-/// The offset of the first valid record starting anywhere in `from..end` of `file`, if any,
-/// found by trying every byte. Damage with none after it is a torn end.
-fn find_record(file: &File, from: u64, end: u64) -> io::Result<Option<u64>> {
+/// The offset of the first valid record starting anywhere in `from..starts_before` of `file`
+/// and ending by `end`, if any, found by trying every byte. Damage with none after it is a torn
+/// end.
+fn find_record(file: &File, from: u64, starts_before: u64, end: u64) -> io::Result<Option<u64>> {
     // Each window overlaps the next by a record head, so a head is never split between them.
     let mut window = vec![0; IO_BUFFER + HEAD_LEN - 1];
     let mut start = from;
     let mut record = Vec::new();
-    while end.saturating_sub(start) >= MIN_RECORD as u64 {
+    while start < starts_before && end.saturating_sub(start) >= MIN_RECORD as u64 {
         let len = usize::try_from(end - start).map_or(window.len(), |n| n.min(window.len()));
         let bytes = &mut window[..len];
         file.read_exact_at(bytes, start)?;
         for i in 0..=(len - HEAD_LEN).min(IO_BUFFER - 1) {
             let at = start + i as u64;
+            if at >= starts_before {
+                break;
+            }
             // Random bytes almost never pass this, so the checksum is rarely computed.
             let Some(size) = plausible_size(&bytes[i..i + HEAD_LEN]) else {
                 continue;
@@ -713,14 +801,16 @@ fn read_live<'r>(
     })
 }
 
-/// Writes a new log into the temp file (its header, then what `fill` writes), makes it
-/// durable and renames it over `log`; returns the open file and `fill`'s result. The caller
+/// Writes a new log into the temp file (its header, then what `fill` writes, then with
+/// `preallocate`, zeros as [`allocation`] says given that least chunk), makes it durable and
+/// renames it over `log`; returns the open file, its length and `fill`'s result. The caller
 /// makes the rename durable. A failure before the rename removes the temp file and leaves the
 /// log as it was.
 fn write_log<T>(
     dir: &Path,
+    preallocate: Option<u64>,
     fill: impl FnOnce(&mut BufWriter<&File>, &Path) -> Result<T, StoreError>,
-) -> Result<(File, T), StoreError> {
+) -> Result<(File, u64, T), StoreError> {
     let temp = dir.join(COMPACT_FILE);
     let written = (|| {
         let file = OpenOptions::new()
@@ -734,11 +824,20 @@ fn write_log<T>(
         out.write_all(&MAGIC).map_err(io_err("write", &temp))?;
         let filled = fill(&mut out, &temp)?;
         out.flush().map_err(io_err("write", &temp))?;
+        let end = out.stream_position().map_err(io_err("write", &temp))?;
         drop(out);
+        let len = match preallocate {
+            None => end,
+            Some(min_bytes) => {
+                let len = allocation(end, min_bytes);
+                write_zeros(&file, end, len).map_err(io_err("preallocate", &temp))?;
+                len
+            }
+        };
         // The data must be on disk before the rename can be: otherwise a power cut could
         // leave `log` naming an empty or partial file.
         file.sync_all().map_err(io_err("fsync", &temp))?;
-        Ok((file, filled))
+        Ok((file, len, filled))
     })();
     if written.is_err() {
         let _ = fs::remove_file(&temp);
@@ -750,6 +849,47 @@ fn write_log<T>(
         return Err(io_err("rename into place", &log)(e));
     }
     written
+}
+
+/// The file length to allocate for a log of `needed` bytes: an eighth more, at least
+/// `min_bytes` and at most [`PREALLOCATE_MAX_BYTES`] (unless `min_bytes` is more), rounded up to
+/// [`PREALLOCATE_ALIGN`].
+fn allocation(needed: u64, min_bytes: u64) -> u64 {
+    let chunk = (needed / 8).clamp(min_bytes, PREALLOCATE_MAX_BYTES.max(min_bytes));
+    (needed + chunk).next_multiple_of(PREALLOCATE_ALIGN)
+}
+
+/// Writes zeros to `from..to` of `file`, [`IO_BUFFER`] bytes at a time.
+fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
+    let mut at = from;
+    while at < to {
+        // At most the buffer's length.
+        let len = (to - at).min(ZEROS.len() as u64) as usize;
+        file.write_all_at(&ZEROS[..len], at)?;
+        at += len as u64;
+    }
+    Ok(())
+}
+
+/// Where the zeros that run to `to` in `from..to` of `file` start: just after its last byte
+/// that is not zero, or `from` if all are zeros. Read backwards, [`IO_BUFFER`] bytes at a time.
+fn data_end(file: &File, from: u64, to: u64) -> io::Result<u64> {
+    let mut buffer = vec![0; IO_BUFFER.min(usize::try_from(to - from).unwrap_or(IO_BUFFER))];
+    let mut end = to;
+    while end > from {
+        // At most the buffer's length.
+        let len = (end - from).min(buffer.len() as u64) as usize;
+        let bytes = &mut buffer[..len];
+        let start = end - len as u64;
+        file.read_exact_at(bytes, start)?;
+        // Compared whole first: most of what is read is zeros.
+        if *bytes != ZEROS[..len] {
+            let last = bytes.iter().rposition(|&b| b != 0).expect("not all zeros");
+            return Ok(start + last as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(from)
 }
 
 /// Deletes the temp file of a compaction that a crash interrupted. It is never read: the
@@ -783,8 +923,14 @@ mod tests {
         dir.join(LOG_FILE)
     }
 
+    /// The file's length, preallocated space included.
     fn log_len(dir: &Path) -> u64 {
         fs::metadata(log_path(dir)).unwrap().len()
+    }
+
+    /// The log's length, that of its records: where the next one goes.
+    fn log_end(store: &LogStore) -> u64 {
+        store.writer().end
     }
 
     fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
@@ -815,15 +961,17 @@ mod tests {
     }
 
     /// A store holding `a`, `b` and `c` (in that order, 100-byte values), closed; returns the
-    /// offset of each record.
-    fn three_records(dir: &Path) -> [u64; 3] {
+    /// offset of each record and the log's end, before its preallocated zeros.
+    fn three_records(dir: &Path) -> [u64; 4] {
         let store = open(dir);
         store.put("a", &[b'a'; 100]).unwrap();
         store.put("b", &[b'b'; 100]).unwrap();
         store.put("c", &[b'c'; 100]).unwrap();
         let size = (MIN_RECORD + 1 + 100) as u64;
         let first = MAGIC.len() as u64;
-        [first, first + size, first + 2 * size]
+        let offsets = [first, first + size, first + 2 * size, first + 3 * size];
+        assert!(log_len(dir) > offsets[3], "no space preallocated");
+        offsets
     }
 
     /// A put value comes back from `load_all`, in a directory `open` created.
@@ -865,10 +1013,10 @@ mod tests {
         store.put("group/a", b"1").unwrap();
         store.put("group/b", b"2").unwrap();
         store.delete("group/a").unwrap();
-        let len = log_len(dir.path());
+        let len = log_end(&store);
         store.delete("group/a").unwrap();
         store.delete("never existed").unwrap();
-        assert_eq!(log_len(dir.path()), len);
+        assert_eq!(log_end(&store), len);
         assert_eq!(store.load_all().unwrap(), [entry("group/b", b"2")]);
     }
 
@@ -904,13 +1052,14 @@ mod tests {
             }
         }
         // The early puts were made durable by a compaction: syncing one flushes nothing.
+        let before = flushes(&store);
         store.sync(SyncToken::new(1)).unwrap();
-        assert_eq!(flushes(&store), 0);
+        assert_eq!(flushes(&store), before);
         store.sync(token).unwrap();
         store.delete("group/9").unwrap();
 
         // The last compaction rewrote at most 64 KiB (plus its trigger's slack) of 10 keys.
-        let len = log_len(dir.path());
+        let len = log_end(&store);
         assert!(
             len < 2 * (64 << 10),
             "log of {len} bytes after 1 MB of puts"
@@ -932,6 +1081,115 @@ mod tests {
         );
     }
 
+    /// Compaction compares the log's records, not the file with its preallocated space, to the
+    /// live ones: it waits until they are twice the live ones, then shrinks the log into a file
+    /// with space allocated after it.
+    #[test]
+    fn compaction_counts_the_records_not_the_preallocated_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        store.compact_min_bytes = 64 << 10;
+        let key = |key: usize| format!("group/{:02}", key % 100);
+        // 100 keys: a log of 100 kB, all live, in a file of over 1 MiB.
+        for k in 0..100 {
+            store.put_unsynced(&key(k), &[1; 1000]).unwrap();
+        }
+        let live = log_end(&store);
+        assert!(live > store.compact_min_bytes, "{live}");
+        assert!(log_len(dir.path()) > 2 * live, "{}", log_len(dir.path()));
+
+        // Overwrites of the same size, until one compacts first.
+        let mut end = live;
+        for k in 0.. {
+            store.put_unsynced(&key(k), &[2; 1000]).unwrap();
+            if log_end(&store) < end {
+                break;
+            }
+            end = log_end(&store);
+        }
+        let live_records = live - MAGIC.len() as u64;
+        assert!(
+            end > 2 * live_records,
+            "compacted at {end} bytes, {live} live"
+        );
+        // The live records, then the one whose append compacted.
+        assert_eq!(log_end(&store), live + live_records / 100);
+        assert_eq!(
+            log_len(dir.path()),
+            allocation(live, store.preallocate_min_bytes)
+        );
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.len(), 100);
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap(), loaded);
+    }
+
+    /// A reopened log keeps its preallocated space, sees exactly its records, and appends
+    /// continue at their end.
+    #[test]
+    fn reopen_keeps_preallocated_space_and_appends_at_the_log_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"1").unwrap();
+        store.put("group/b", &[7; 1000]).unwrap();
+        let end = log_end(&store);
+        let len = log_len(dir.path());
+        assert!(
+            len >= end + PREALLOCATE_MIN_BYTES,
+            "{len} bytes for a log of {end}"
+        );
+        drop(store);
+
+        let store = open(dir.path());
+        assert_eq!(log_end(&store), end);
+        assert_eq!(log_len(dir.path()), len);
+        let expected = [entry("group/a", b"1"), entry("group/b", &[7; 1000])];
+        assert_eq!(store.load_all().unwrap(), expected);
+        store.put("group/c", b"3").unwrap();
+        let record = encode(KIND_PUT, "group/c", b"3", Path::new("log")).unwrap();
+        assert_eq!(log_end(&store), end + record.len() as u64);
+        assert_eq!(log_len(dir.path()), len);
+        let bytes = fs::read(log_path(dir.path())).unwrap();
+        assert_eq!(bytes[end as usize..][..record.len()], record);
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap().len(), 3);
+    }
+
+    /// With small chunks the file grows ahead of the log many times, each time to whole blocks
+    /// of zeros and with one flush, and a reopen sees every record.
+    #[test]
+    fn log_grows_in_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        store.preallocate_min_bytes = PREALLOCATE_ALIGN;
+        let mut lengths = vec![log_len(dir.path())];
+        for i in 0..100 {
+            let flushed = flushes(&store);
+            store
+                .put_unsynced(&format!("group/{i:03}"), &[i as u8; 1000])
+                .unwrap();
+            let len = log_len(dir.path());
+            assert!(log_end(&store) < len, "record {i}");
+            assert_eq!(len % PREALLOCATE_ALIGN, 0, "record {i}");
+            let grown = len != *lengths.last().unwrap();
+            assert_eq!(flushes(&store), flushed + u64::from(grown), "record {i}");
+            if grown {
+                lengths.push(len);
+            }
+        }
+        assert!(lengths.len() > 10, "{lengths:?}");
+        let end = log_end(&store);
+        let bytes = fs::read(log_path(dir.path())).unwrap();
+        assert!(bytes[end as usize..].iter().all(|&b| b == 0));
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.len(), 100);
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.load_all().unwrap(), loaded);
+        assert_eq!(log_end(&store), end);
+        assert_eq!(log_len(dir.path()), bytes.len() as u64);
+    }
+
     /// The temp file of an interrupted compaction is removed on open and never read.
     #[test]
     fn leftover_compaction_is_removed() {
@@ -949,9 +1207,9 @@ mod tests {
     #[test]
     fn torn_tail_cut_short_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let [_, _, last] = three_records(dir.path());
+        let [_, _, last, end] = three_records(dir.path());
         let full = fs::read(log_path(dir.path())).unwrap();
-        for len in last + 1..full.len() as u64 {
+        for len in last + 1..end {
             fs::write(log_path(dir.path()), &full[..len as usize]).unwrap();
             let store = open(dir.path());
             assert_eq!(log_len(dir.path()), last, "cut at {len}");
@@ -975,9 +1233,9 @@ mod tests {
     #[test]
     fn torn_tail_failing_its_checksum_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let [_, _, last] = three_records(dir.path());
+        let [_, _, last, end] = three_records(dir.path());
         let clean = fs::read(log_path(dir.path())).unwrap();
-        for i in last as usize..clean.len() {
+        for i in last as usize..end as usize {
             let mut bytes = clean.clone();
             bytes[i] ^= 0x10;
             fs::write(log_path(dir.path()), &bytes).unwrap();
@@ -990,24 +1248,67 @@ mod tests {
         assert_eq!(store.load_all().unwrap()[2], entry("c", b"again"));
     }
 
-    /// Zeros after the last record, as a power cut can leave in a file extended but never
-    /// written, are a torn end too.
+    /// Zeros from a record's start to the end of the file, however many (preallocated, or a
+    /// record a power cut left as zeros), end the log and are kept.
     #[test]
-    fn torn_tail_of_zeros_is_dropped() {
+    fn zeros_to_the_end_of_the_file_end_the_log() {
         let dir = tempfile::tempdir().unwrap();
-        let [_, _, last] = three_records(dir.path());
-        let end = log_len(dir.path());
-        let mut bytes = fs::read(log_path(dir.path())).unwrap();
-        bytes.resize(bytes.len() + 10_000, 0);
-        fs::write(log_path(dir.path()), &bytes).unwrap();
-        assert_eq!(open(dir.path()).load_all().unwrap().len(), 3);
-        assert_eq!(log_len(dir.path()), end);
+        let [_, _, last, end] = three_records(dir.path());
+        let clean = fs::read(log_path(dir.path())).unwrap();
+        for (zeros_from, zeros, records) in [
+            (end, 0, 3),
+            (end, 1, 3),
+            (end, MIN_RECORD, 3),
+            (end, 10_000, 3),
+            (last, 10_000, 2),
+            (last, clean.len() - last as usize, 2),
+        ] {
+            let mut bytes = clean[..zeros_from as usize].to_vec();
+            bytes.resize(bytes.len() + zeros, 0);
+            fs::write(log_path(dir.path()), &bytes).unwrap();
+            let store = open(dir.path());
+            assert_eq!(
+                store.load_all().unwrap().len(),
+                records,
+                "{zeros} at {zeros_from}"
+            );
+            assert_eq!(log_end(&store), zeros_from, "{zeros} at {zeros_from}");
+            assert_eq!(
+                log_len(dir.path()),
+                bytes.len() as u64,
+                "{zeros} at {zeros_from}"
+            );
+        }
+    }
 
-        // The last record and what follows it zeroed out: that record is lost, no more.
-        bytes[last as usize..].fill(0);
-        fs::write(log_path(dir.path()), &bytes).unwrap();
-        assert_eq!(open(dir.path()).load_all().unwrap().len(), 2);
-        assert_eq!(log_len(dir.path()), last);
+    /// A torn record inside preallocated space (parts of it written, zeros in place of the
+    /// rest) is dropped on open, the earlier records intact, and the store appends after them.
+    #[test]
+    fn torn_record_in_preallocated_space_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let [_, _, last, end] = three_records(dir.path());
+        let clean = fs::read(log_path(dir.path())).unwrap();
+        let [last, end] = [last as usize, end as usize];
+        let kept = [entry("a", &[b'a'; 100]), entry("b", &[b'b'; 100])];
+        for (written, what) in [
+            (last..last + HEAD_LEN, "its head"),
+            (last..end - CRC_LEN, "all but its checksum"),
+            (last + 4..end, "all but its length"),
+            (last + 50..last + 60, "part of its value"),
+        ] {
+            let mut bytes = clean.clone();
+            bytes[last..end].fill(0);
+            bytes[written.clone()].copy_from_slice(&clean[written]);
+            fs::write(log_path(dir.path()), &bytes).unwrap();
+            let store = open(dir.path());
+            assert_eq!(store.load_all().unwrap(), kept, "{what}");
+            assert_eq!(log_end(&store), last as u64, "{what}");
+            store.put("d", b"after the torn record").unwrap();
+            drop(store);
+            let mut expected = kept.to_vec();
+            expected.push(entry("d", b"after the torn record"));
+            assert_eq!(open(dir.path()).load_all().unwrap(), expected, "{what}");
+        }
     }
 
     /// Damage to a record that a valid record follows, in its value or its length, is
@@ -1015,7 +1316,7 @@ mod tests {
     #[test]
     fn damage_in_the_middle_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
-        let [first, second, _] = three_records(dir.path());
+        let [first, second, ..] = three_records(dir.path());
         let clean = fs::read(log_path(dir.path())).unwrap();
         // A flipped value byte in the second record; in the first, a shorter length, a longer
         // one, and one that runs past the end of the file.
@@ -1043,9 +1344,10 @@ mod tests {
     #[test]
     fn unreadable_record_with_a_valid_checksum_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
-        three_records(dir.path());
+        let [.., end] = three_records(dir.path());
         let mut bytes = fs::read(log_path(dir.path())).unwrap();
-        bytes.extend_from_slice(&encode(7, "k", b"v", Path::new("log")).unwrap());
+        let record = encode(7, "k", b"v", Path::new("log")).unwrap();
+        bytes[end as usize..][..record.len()].copy_from_slice(&record);
         fs::write(log_path(dir.path()), &bytes).unwrap();
         let message = corrupt_error(dir.path());
         assert!(message.contains("unknown record kind 7"), "{message}");
@@ -1134,13 +1436,47 @@ mod tests {
         let store = open(dir.path());
         let first = store.put_unsynced("group/a", b"1").unwrap();
         let second = store.put_unsynced("group/b", b"2").unwrap();
-        assert_eq!(flushes(&store), 0);
-        store.sync(second).unwrap();
+        // The first append allocated space, flushing it, before its record.
         assert_eq!(flushes(&store), 1);
+        store.sync(second).unwrap();
+        assert_eq!(flushes(&store), 2);
         store.sync(first).unwrap();
         store.sync(second).unwrap();
         store.sync(SyncToken::DURABLE).unwrap();
-        assert_eq!(flushes(&store), 1);
+        assert_eq!(flushes(&store), 2);
+    }
+
+    /// An append that fails part way leaves nothing of its record: the store appends after the
+    /// acknowledged records, and a reopen sees exactly those, without dropping a torn end.
+    #[test]
+    fn failed_append_leaves_only_acknowledged_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.put("group/a", b"1").unwrap();
+        store.put("group/b", b"2").unwrap();
+        let end = log_end(&store);
+        store.fail_next_append.store(true, Ordering::Relaxed);
+        let error = store.put("group/c", &[3; 1000]).expect_err("append fails");
+        assert!(
+            error.to_string().contains("injected append failure"),
+            "{error}"
+        );
+        assert_eq!(log_end(&store), end);
+        assert_eq!(log_len(dir.path()), end);
+
+        // The store still takes writes: the failure left nothing unknown.
+        store.put("group/d", b"4").unwrap();
+        let expected = [
+            entry("group/a", b"1"),
+            entry("group/b", b"2"),
+            entry("group/d", b"4"),
+        ];
+        assert_eq!(store.load_all().unwrap(), expected);
+        let len = log_len(dir.path());
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.load_all().unwrap(), expected);
+        assert_eq!(log_len(dir.path()), len, "a torn end was dropped");
     }
 
     /// After a failed flush, that sync and every later write and sync fail saying to restart;
