@@ -591,25 +591,30 @@ fn group_config_errors_use_kafka_codes() {
     );
 }
 
+/// Runs a service on `data_dir` that uploads an assignor, creates group `orders`, selects the
+/// upload and computes a target, then stops it. Returns what it acknowledged: the assignor
+/// list, the group's description and the target.
+fn acknowledged_state(data_dir: &Path) -> ((u16, Value), (u16, Value), Value) {
+    let server = Server::start(&config(data_dir));
+    let a = server.client(TOKEN_A);
+    assert_eq!(a.upload("hashmap-user", guests::HASHMAP_USER).0, 201);
+    assert_eq!(a.put("/v1/groups/orders", GROUP_DOC.as_bytes()).0, 200);
+    let (status, _) = a.set_config(
+        "orders",
+        json!({"streams.assignor.name": "hashmap-user"}),
+        &[],
+    );
+    assert_eq!(status, 200);
+    let (status, target) = a.post("/v1/groups/orders/assign");
+    assert_eq!(status, 200, "{target}");
+    (a.get("/v1/assignors"), a.get("/v1/groups/orders"), target)
+}
+
 /// A restart finds every acknowledged upload, group config and target assignment.
 #[test]
 fn restart_keeps_uploads_configs_and_targets() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (assignors, described, target) = {
-        let server = Server::start(&config(dir.path()));
-        let a = server.client(TOKEN_A);
-        assert_eq!(a.upload("hashmap-user", guests::HASHMAP_USER).0, 201);
-        assert_eq!(a.put("/v1/groups/orders", GROUP_DOC.as_bytes()).0, 200);
-        let (status, _) = a.set_config(
-            "orders",
-            json!({"streams.assignor.name": "hashmap-user"}),
-            &[],
-        );
-        assert_eq!(status, 200);
-        let (status, target) = a.post("/v1/groups/orders/assign");
-        assert_eq!(status, 200, "{target}");
-        (a.get("/v1/assignors"), a.get("/v1/groups/orders"), target)
-    };
+    let (assignors, described, target) = acknowledged_state(dir.path());
     let server = Server::start(&config(dir.path()));
     let a = server.client(TOKEN_A);
     assert_eq!(a.get("/v1/assignors"), assignors);
@@ -625,21 +630,7 @@ fn restart_keeps_uploads_configs_and_targets() {
 #[test]
 fn an_earlier_data_directory_is_imported() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (assignors, described, target) = {
-        let server = Server::start(&config(dir.path()));
-        let a = server.client(TOKEN_A);
-        assert_eq!(a.upload("hashmap-user", guests::HASHMAP_USER).0, 201);
-        assert_eq!(a.put("/v1/groups/orders", GROUP_DOC.as_bytes()).0, 200);
-        let (status, _) = a.set_config(
-            "orders",
-            json!({"streams.assignor.name": "hashmap-user"}),
-            &[],
-        );
-        assert_eq!(status, 200);
-        let (status, target) = a.post("/v1/groups/orders/assign");
-        assert_eq!(status, 200, "{target}");
-        (a.get("/v1/assignors"), a.get("/v1/groups/orders"), target)
-    };
+    let (assignors, described, target) = acknowledged_state(dir.path());
     // Rewrite the data directory in the earlier layout: the same records, one file each.
     let log_dir = dir.path().join("log");
     let records = LogStore::open(&log_dir)
