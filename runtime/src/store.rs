@@ -88,6 +88,22 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         let _ = token;
         Ok(())
     }
+
+    /// Calls `done` once the write behind `token` (and every write before it) is durable, or
+    /// with the error if the flush failed, without making the caller wait for a flush: what
+    /// [`sync`](Store::sync) does, for async callers, which cannot block a thread per waiter.
+    ///
+    /// `done` may be called on the caller's thread before this returns, when nothing needs
+    /// flushing (or the store has failed); otherwise it is called later on a thread of the
+    /// store's, which may answer many waiters in turn, so `done` must be quick and must not
+    /// block (sending on a channel is the intended use). It is always called, exactly once.
+    ///
+    /// The default calls `done` with [`sync`](Store::sync)'s result at once, which suits stores
+    /// whose `sync` costs nothing because their writes are durable when made; a store whose
+    /// `sync` waits for a flush overrides it.
+    fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
+        done(self.sync(token))
+    }
 }
 
 /// The place of a [`Store::put_unsynced`] write in its store's order, to wait for with
@@ -791,5 +807,27 @@ mod tests {
         );
         store.delete("group/a").unwrap();
         assert_eq!(store.load_all().unwrap().len(), 1);
+    }
+
+    /// The provided `sync_then` calls `done` with `sync`'s result before it returns, on the
+    /// caller's thread.
+    #[test]
+    fn default_sync_then_answers_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores: [Box<dyn Store>; 2] =
+            [Box::new(MemoryStore::new()), Box::new(open(dir.path()))];
+        for store in stores {
+            let token = store.put_unsynced("group/a", b"1").unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            store.sync_then(
+                token,
+                Box::new(move |result| {
+                    let _ = tx.send((result, std::thread::current().id()));
+                }),
+            );
+            let (result, on) = rx.try_recv().expect("answered before sync_then returned");
+            result.unwrap();
+            assert_eq!(on, std::thread::current().id(), "{store:?}");
+        }
     }
 }

@@ -12,12 +12,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read as _, Seek as _, SeekFrom, Write as _};
+use std::mem;
 use std::os::unix::fs::FileExt as _;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 #[cfg(test)]
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{self, JoinHandle};
 
 use super::{Store, StoreError, SyncToken, io_err, open_locked_dir, sync_dir};
 
@@ -52,6 +55,10 @@ static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 /// [`put_unsynced`](Store::put_unsynced) appends a record with one `write` (no flush) and
 /// returns a token; [`sync`](Store::sync) with the token flushes, and callers that sync at the
 /// same time share one `fdatasync`. [`put`](Store::put) and [`delete`](Store::delete) do both.
+/// [`sync_then`](Store::sync_then) waits without blocking a thread: a flusher thread, started
+/// by the first call that has to wait, flushes once for all the waiters queued since its last
+/// flush (sharing it with `sync` callers too) and answers them; dropping the store flushes for
+/// those still queued, answers them, and stops it.
 /// Once a flush (or anything else that leaves the file's durable state unknown) fails, every
 /// later write and sync fails too, until the process restarts and reloads the log.
 ///
@@ -119,10 +126,30 @@ static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 /// file's: the preallocated zeros count for nothing.
 pub struct LogStore {
     dir: PathBuf,
-    /// `dir/log`.
-    path: PathBuf,
     /// Held only for its lock, released when the store is dropped (or the process dies).
     _lock: File,
+    /// The log and its durability, shared with the flusher thread.
+    log: Arc<Log>,
+    /// The thread that answers [`sync_then`](Store::sync_then), started by the first call that
+    /// has to wait rather than at open: most stores (tests, the import of an old data
+    /// directory, an embedder that only calls `sync`) never need it. Stopped and joined when
+    /// the store is dropped.
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
+    compact_min_bytes: u64,
+    /// [`PREALLOCATE_MIN_BYTES`], lowered by tests to grow the log in small steps.
+    preallocate_min_bytes: u64,
+    /// Makes the next append write half its record and fail, so tests can see what it leaves.
+    #[cfg(test)]
+    fail_next_append: AtomicBool,
+}
+
+/// What a [`LogStore`] shares with its flusher thread: everything a flush needs. The thread
+/// holds this rather than the store, so it does not keep the store alive: dropping the store
+/// stops it.
+struct Log {
+    /// `dir/log`.
+    path: PathBuf,
     writer: Mutex<Writer>,
     /// Writes up to this sequence number are durable. Raised by a flush before it clears
     /// `flushing`, so a caller woken by `flushed` sees what that flush covered.
@@ -137,19 +164,28 @@ pub struct LogStore {
     /// What failed, once something left the log's durable state unknown: from then on the
     /// store refuses writes.
     failure: OnceLock<String>,
-    /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
-    compact_min_bytes: u64,
-    /// [`PREALLOCATE_MIN_BYTES`], lowered by tests to grow the log in small steps.
-    preallocate_min_bytes: u64,
+    /// The [`sync_then`](Store::sync_then) callers the flusher thread has yet to answer.
+    waiters: Mutex<Waiters>,
+    /// Signalled when a waiter is queued, or the flusher thread is told to stop.
+    queued: Condvar,
     /// Flushes made, so tests can see that writers share them.
     #[cfg(test)]
     flushes: AtomicU64,
     /// Makes the next flush fail, so tests can see the store refuse writes afterwards.
     #[cfg(test)]
     fail_next_flush: AtomicBool,
-    /// Makes the next append write half its record and fail, so tests can see what it leaves.
-    #[cfg(test)]
-    fail_next_append: AtomicBool,
+}
+
+/// A [`Store::sync_then`] callback.
+type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// The flusher thread's work, behind [`Log::waiters`].
+#[derive(Default)]
+struct Waiters {
+    /// Each waiter's write's sequence number, and its callback.
+    queue: Vec<(u64, Done)>,
+    /// Set when the store is dropped: answer what is queued, then exit.
+    stop: bool,
 }
 
 /// What appends change, behind the writer lock.
@@ -236,34 +272,166 @@ impl LogStore {
         );
         Ok(Self {
             dir,
-            path,
             _lock: lock,
-            writer: Mutex::new(Writer {
-                file: Arc::new(file),
-                end,
-                allocated,
-                keys,
-                written: 0,
+            log: Arc::new(Log {
+                path,
+                writer: Mutex::new(Writer {
+                    file: Arc::new(file),
+                    end,
+                    allocated,
+                    keys,
+                    written: 0,
+                }),
+                synced: AtomicU64::new(0),
+                flushing: Mutex::new(false),
+                flushed: Condvar::new(),
+                failure: OnceLock::new(),
+                waiters: Mutex::default(),
+                queued: Condvar::new(),
+                #[cfg(test)]
+                flushes: AtomicU64::new(0),
+                #[cfg(test)]
+                fail_next_flush: AtomicBool::new(false),
             }),
-            synced: AtomicU64::new(0),
-            flushing: Mutex::new(false),
-            flushed: Condvar::new(),
-            failure: OnceLock::new(),
+            flusher: Mutex::new(None),
             compact_min_bytes: COMPACT_MIN_BYTES,
             preallocate_min_bytes: PREALLOCATE_MIN_BYTES,
-            #[cfg(test)]
-            flushes: AtomicU64::new(0),
-            #[cfg(test)]
-            fail_next_flush: AtomicBool::new(false),
             #[cfg(test)]
             fail_next_append: AtomicBool::new(false),
         })
     }
 
+    /// Appends `record` at the end of the log, compacting it first if it is due and growing
+    /// the file if the record does not fit, then lets `apply` record its place in the index;
+    /// returns its token.
+    fn append(
+        &self,
+        writer: &mut Writer,
+        record: &[u8],
+        apply: impl FnOnce(&mut Keys, Slot),
+    ) -> Result<SyncToken, StoreError> {
+        if writer.end > self.compact_min_bytes && writer.end > 2 * writer.keys.live_bytes {
+            self.compact(writer)?;
+        }
+        let offset = writer.end;
+        let needed = offset + record.len() as u64;
+        if needed > writer.allocated {
+            self.grow(writer, needed)?;
+        }
+        if let Err(e) = self.write_record(&writer.file, record, offset) {
+            // A partial record left in place would end up before the next one, or before the
+            // zeros that end the log: damage the next open would refuse or warn about.
+            if let Err(truncate) = writer.file.set_len(offset) {
+                return Err(self
+                    .log
+                    .fail("truncate a failed append to", &self.log.path, truncate));
+            }
+            writer.allocated = offset;
+            return Err(io_err("append to", &self.log.path)(e));
+        }
+        let len = record.len() as u64;
+        writer.end += len;
+        apply(&mut writer.keys, Slot { offset, len });
+        writer.written += 1;
+        Ok(SyncToken::new(writer.written))
+    }
+
+    /// Grows the file to hold at least `needed` bytes, by writing zeros after its end, and
+    /// flushes it, which makes every write so far durable too. A failure to write them leaves
+    /// zeros after the log's end, which a reopen reads as preallocated space; a failure to
+    /// flush them makes the store refuse writes, as for any flush.
+    fn grow(&self, writer: &mut Writer, needed: u64) -> Result<(), StoreError> {
+        let allocated = allocation(needed, self.preallocate_min_bytes);
+        write_zeros(&writer.file, writer.allocated, allocated)
+            .map_err(io_err("preallocate", &self.log.path))?;
+        if let Err(e) = self.log.flush(&writer.file) {
+            return Err(self.log.fail("fdatasync", &self.log.path, e));
+        }
+        writer.allocated = allocated;
+        self.log.synced.fetch_max(writer.written, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Rewrites the log with only its live records, which also makes every write so far
+    /// durable. A failure before the rename leaves the log as it was; after it, only the
+    /// directory's fsync can fail, and the store then refuses writes, since a crash could bring
+    /// back the old log without what is appended to the new one.
+    fn compact(&self, writer: &mut Writer) -> Result<(), StoreError> {
+        let before = writer.end;
+        let old = Arc::clone(&writer.file);
+        let mut live: Vec<(&String, Slot)> =
+            writer.keys.slots.iter().map(|(k, s)| (k, *s)).collect();
+        // In file order, so the old log is read sequentially.
+        live.sort_unstable_by_key(|(_, slot)| slot.offset);
+        let preallocate = Some(self.preallocate_min_bytes);
+        let (file, allocated, slots) = write_log(&self.dir, preallocate, |out, temp| {
+            let mut slots = BTreeMap::new();
+            let mut offset = MAGIC.len() as u64;
+            let mut record = Vec::new();
+            for (key, slot) in live {
+                // Checked on the way: copying a damaged record would hide where it came from.
+                read_live(&old, &self.log.path, key, slot, &mut record)?;
+                out.write_all(&record).map_err(io_err("write", temp))?;
+                slots.insert(key.clone(), Slot { offset, ..slot });
+                offset += slot.len;
+            }
+            Ok(slots)
+        })?;
+        writer.end = MAGIC.len() as u64 + writer.keys.live_bytes;
+        writer.allocated = allocated;
+        writer.file = Arc::new(file);
+        writer.keys.slots = slots;
+        // The rename is only durable once the directory is.
+        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            return Err(self.log.fail("fsync directory", &self.dir, e));
+        }
+        self.log.synced.fetch_max(writer.written, Ordering::AcqRel);
+        tracing::info!(
+            path = %self.log.path.display(),
+            before_bytes = before,
+            after_bytes = writer.end,
+            keys = writer.keys.slots.len(),
+            "compacted the store's log"
+        );
+        Ok(())
+    }
+
+    /// Writes `record` at `offset` of the log `file`; in tests, writes only half of it and
+    /// fails on demand.
+    fn write_record(&self, file: &File, record: &[u8], offset: u64) -> io::Result<()> {
+        #[cfg(test)]
+        if self.fail_next_append.swap(false, Ordering::Relaxed) {
+            file.write_all_at(&record[..record.len() / 2], offset)?;
+            return Err(io::Error::other("injected append failure"));
+        }
+        file.write_all_at(record, offset)
+    }
+
+    /// Starts the flusher thread, unless it runs already.
+    fn start_flusher(&self) -> Result<(), StoreError> {
+        let mut flusher = self.flusher.lock().unwrap_or_else(PoisonError::into_inner);
+        if flusher.is_none() {
+            let log = Arc::clone(&self.log);
+            let thread = thread::Builder::new()
+                .name("log-flusher".to_owned())
+                .spawn(move || log.run_flusher())
+                .map_err(io_err("start the flusher thread of", &self.log.path))?;
+            *flusher = Some(thread);
+        }
+        Ok(())
+    }
+}
+
+impl Log {
     fn writer(&self) -> MutexGuard<'_, Writer> {
         // Appends and compactions change the writer only once their I/O has succeeded, in
         // statements that do not panic, so a panic elsewhere cannot leave it half-updated.
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn waiters(&self) -> MutexGuard<'_, Waiters> {
+        // Only pushed to and taken whole, so a panic cannot leave it half-updated.
+        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Fails if an earlier failure made the store refuse writes.
@@ -309,110 +477,6 @@ impl LogStore {
         }
     }
 
-    /// Appends `record` at the end of the log, compacting it first if it is due and growing
-    /// the file if the record does not fit, then lets `apply` record its place in the index;
-    /// returns its token.
-    fn append(
-        &self,
-        writer: &mut Writer,
-        record: &[u8],
-        apply: impl FnOnce(&mut Keys, Slot),
-    ) -> Result<SyncToken, StoreError> {
-        if writer.end > self.compact_min_bytes && writer.end > 2 * writer.keys.live_bytes {
-            self.compact(writer)?;
-        }
-        let offset = writer.end;
-        let needed = offset + record.len() as u64;
-        if needed > writer.allocated {
-            self.grow(writer, needed)?;
-        }
-        if let Err(e) = self.write_record(&writer.file, record, offset) {
-            // A partial record left in place would end up before the next one, or before the
-            // zeros that end the log: damage the next open would refuse or warn about.
-            if let Err(truncate) = writer.file.set_len(offset) {
-                return Err(self.fail("truncate a failed append to", &self.path, truncate));
-            }
-            writer.allocated = offset;
-            return Err(io_err("append to", &self.path)(e));
-        }
-        let len = record.len() as u64;
-        writer.end += len;
-        apply(&mut writer.keys, Slot { offset, len });
-        writer.written += 1;
-        Ok(SyncToken::new(writer.written))
-    }
-
-    /// Grows the file to hold at least `needed` bytes, by writing zeros after its end, and
-    /// flushes it, which makes every write so far durable too. A failure to write them leaves
-    /// zeros after the log's end, which a reopen reads as preallocated space; a failure to
-    /// flush them makes the store refuse writes, as for any flush.
-    fn grow(&self, writer: &mut Writer, needed: u64) -> Result<(), StoreError> {
-        let allocated = allocation(needed, self.preallocate_min_bytes);
-        write_zeros(&writer.file, writer.allocated, allocated)
-            .map_err(io_err("preallocate", &self.path))?;
-        if let Err(e) = self.flush(&writer.file) {
-            return Err(self.fail("fdatasync", &self.path, e));
-        }
-        writer.allocated = allocated;
-        self.synced.fetch_max(writer.written, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// Rewrites the log with only its live records, which also makes every write so far
-    /// durable. A failure before the rename leaves the log as it was; after it, only the
-    /// directory's fsync can fail, and the store then refuses writes, since a crash could bring
-    /// back the old log without what is appended to the new one.
-    fn compact(&self, writer: &mut Writer) -> Result<(), StoreError> {
-        let before = writer.end;
-        let old = Arc::clone(&writer.file);
-        let mut live: Vec<(&String, Slot)> =
-            writer.keys.slots.iter().map(|(k, s)| (k, *s)).collect();
-        // In file order, so the old log is read sequentially.
-        live.sort_unstable_by_key(|(_, slot)| slot.offset);
-        let preallocate = Some(self.preallocate_min_bytes);
-        let (file, allocated, slots) = write_log(&self.dir, preallocate, |out, temp| {
-            let mut slots = BTreeMap::new();
-            let mut offset = MAGIC.len() as u64;
-            let mut record = Vec::new();
-            for (key, slot) in live {
-                // Checked on the way: copying a damaged record would hide where it came from.
-                read_live(&old, &self.path, key, slot, &mut record)?;
-                out.write_all(&record).map_err(io_err("write", temp))?;
-                slots.insert(key.clone(), Slot { offset, ..slot });
-                offset += slot.len;
-            }
-            Ok(slots)
-        })?;
-        writer.end = MAGIC.len() as u64 + writer.keys.live_bytes;
-        writer.allocated = allocated;
-        writer.file = Arc::new(file);
-        writer.keys.slots = slots;
-        // The rename is only durable once the directory is.
-        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
-            return Err(self.fail("fsync directory", &self.dir, e));
-        }
-        self.synced.fetch_max(writer.written, Ordering::AcqRel);
-        tracing::info!(
-            path = %self.path.display(),
-            before_bytes = before,
-            after_bytes = writer.end,
-            keys = writer.keys.slots.len(),
-            "compacted the store's log"
-        );
-        Ok(())
-    }
-
-    /// Writes `record` at `offset` of the log `file`; in tests, writes only half of it and
-    /// fails on demand.
-    fn write_record(&self, file: &File, record: &[u8], offset: u64) -> io::Result<()> {
-        #[cfg(test)]
-        if self.fail_next_append.swap(false, Ordering::Relaxed) {
-            file.write_all_at(&record[..record.len() / 2], offset)?;
-            return Err(io::Error::other("injected append failure"));
-        }
-        file.write_all_at(record, offset)
-    }
-
     /// `fdatasync` of the log, counted (and made to fail on demand) in tests.
     fn flush(&self, file: &File) -> io::Result<()> {
         #[cfg(test)]
@@ -424,54 +488,8 @@ impl LogStore {
         }
         file.sync_data()
     }
-}
 
-impl Store for LogStore {
-    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        // A snapshot: the records it points to are never overwritten, so writes can continue
-        // while it is read.
-        let (file, keys) = {
-            let writer = self.writer();
-            (Arc::clone(&writer.file), writer.keys.clone())
-        };
-        let mut entries = Vec::with_capacity(keys.slots.len());
-        let mut record = Vec::new();
-        for (key, slot) in keys.slots {
-            let value = read_live(&file, &self.path, &key, slot, &mut record)?.to_vec();
-            entries.push((key, value));
-        }
-        Ok(entries)
-    }
-
-    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let token = self.put_unsynced(key, value)?;
-        self.sync(token)
-    }
-
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.check_usable("append to")?;
-        let record = encode(KIND_DELETE, key, &[], &self.path)?;
-        let token = {
-            let mut writer = self.writer();
-            if writer.keys.slots.contains_key(key) {
-                self.append(&mut writer, &record, |keys, _| keys.delete(key))?
-            } else {
-                // Already absent, but possibly by a delete that another caller is still
-                // flushing: wait for everything written so far, as for a delete of our own.
-                SyncToken::new(writer.written)
-            }
-        };
-        self.sync(token)
-    }
-
-    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
-        self.check_usable("append to")?;
-        // Encoded before taking the lock, which is held only for the write.
-        let record = encode(KIND_PUT, key, value, &self.path)?;
-        let mut writer = self.writer();
-        self.append(&mut writer, &record, |keys, slot| keys.put(key, slot))
-    }
-
+    /// [`Store::sync`]: the group commit that synchronous callers and the flusher thread share.
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
         self.check_usable("fdatasync")?;
         let target = token.sequence();
@@ -510,14 +528,153 @@ impl Store for LogStore {
         self.flushed.notify_all();
         result
     }
+
+    /// The flusher thread: takes every queued waiter at once, syncs once up to the latest of
+    /// their writes, answers them all, and repeats, so waiters queued during a flush share the
+    /// next one. Exits once told to stop, after answering everything queued by then.
+    fn run_flusher(&self) {
+        loop {
+            let (batch, stop) = {
+                let mut waiters = self.waiters();
+                while waiters.queue.is_empty() && !waiters.stop {
+                    waiters = self
+                        .queued
+                        .wait(waiters)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                (mem::take(&mut waiters.queue), waiters.stop)
+            };
+            if let Some(target) = batch.iter().map(|&(sequence, _)| sequence).max() {
+                let result = self.sync(SyncToken::new(target));
+                let failed = result.is_err();
+                let mut first = Some(result);
+                for (_, done) in batch {
+                    let result = match first.take() {
+                        Some(result) => result,
+                        // `StoreError` is not `Clone`: the other waiters get the refusal the
+                        // failure left behind, which names it (every error `sync` returns
+                        // leaves `failure` set).
+                        None if failed => self.check_usable("fdatasync"),
+                        None => Ok(()),
+                    };
+                    // Caught, because unwinding would end this thread and leave every later
+                    // waiter unanswered.
+                    if panic::catch_unwind(AssertUnwindSafe(|| done(result))).is_err() {
+                        tracing::error!(
+                            path = %self.path.display(),
+                            "a sync_then callback panicked; the store's flusher thread goes on"
+                        );
+                    }
+                }
+            }
+            if stop {
+                return;
+            }
+        }
+    }
+}
+
+impl Store for LogStore {
+    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        // A snapshot: the records it points to are never overwritten, so writes can continue
+        // while it is read.
+        let (file, keys) = {
+            let writer = self.log.writer();
+            (Arc::clone(&writer.file), writer.keys.clone())
+        };
+        let mut entries = Vec::with_capacity(keys.slots.len());
+        let mut record = Vec::new();
+        for (key, slot) in keys.slots {
+            let value = read_live(&file, &self.log.path, &key, slot, &mut record)?.to_vec();
+            entries.push((key, value));
+        }
+        Ok(entries)
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let token = self.put_unsynced(key, value)?;
+        self.sync(token)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.log.check_usable("append to")?;
+        let record = encode(KIND_DELETE, key, &[], &self.log.path)?;
+        let token = {
+            let mut writer = self.log.writer();
+            if writer.keys.slots.contains_key(key) {
+                self.append(&mut writer, &record, |keys, _| keys.delete(key))?
+            } else {
+                // Already absent, but possibly by a delete that another caller is still
+                // flushing: wait for everything written so far, as for a delete of our own.
+                SyncToken::new(writer.written)
+            }
+        };
+        self.sync(token)
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.log.check_usable("append to")?;
+        // Encoded before taking the lock, which is held only for the write.
+        let record = encode(KIND_PUT, key, value, &self.log.path)?;
+        let mut writer = self.log.writer();
+        self.append(&mut writer, &record, |keys, slot| keys.put(key, slot))
+    }
+
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        self.log.sync(token)
+    }
+
+    /// Answers at once on the caller's thread if the store has failed or the write is durable
+    /// already; otherwise queues `done` for the store's flusher thread, which flushes for all
+    /// its queued waiters at once, sharing the flush with concurrent [`sync`](Store::sync)
+    /// callers too.
+    fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
+        // As in `sync`: after a failed flush the durable state is unknown, whatever `synced`
+        // says.
+        if let Err(e) = self.log.check_usable("fdatasync") {
+            return done(Err(e));
+        }
+        if self.log.synced.load(Ordering::Acquire) >= token.sequence() {
+            return done(Ok(()));
+        }
+        if let Err(e) = self.start_flusher() {
+            return done(Err(e));
+        }
+        self.log.waiters().queue.push((token.sequence(), done));
+        self.log.queued.notify_one();
+    }
+}
+
+/// Stops the flusher thread, which first flushes for the waiters still queued and answers them
+/// with the result: a `put_unsynced` write that succeeded is not failed for the store's drop.
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        let flusher = self
+            .flusher
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(flusher) = flusher else {
+            return;
+        };
+        self.log.waiters().stop = true;
+        self.log.queued.notify_one();
+        // A callback holding the last handle to the store drops it on the flusher thread, which
+        // cannot join itself: it exits on its own once it has answered its batch. Otherwise the
+        // join returns once every queued waiter is answered; the thread catches the callbacks'
+        // panics, so there is none to pass on.
+        if flusher.thread().id() != thread::current().id() {
+            let _ = flusher.join();
+        }
+    }
 }
 
 impl fmt::Debug for LogStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LogStore")
-            .field("path", &self.path)
-            .field("synced", &self.synced.load(Ordering::Relaxed))
-            .field("failure", &self.failure.get())
+            .field("path", &self.log.path)
+            .field("synced", &self.log.synced.load(Ordering::Relaxed))
+            .field("failure", &self.log.failure.get())
             .finish_non_exhaustive()
     }
 }
@@ -911,7 +1068,8 @@ fn remove_leftover_compaction(dir: &Path) -> Result<(), StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use std::thread;
+    use std::sync::Barrier;
+    use std::sync::mpsc;
 
     use super::*;
 
@@ -930,7 +1088,7 @@ mod tests {
 
     /// The log's length, that of its records: where the next one goes.
     fn log_end(store: &LogStore) -> u64 {
-        store.writer().end
+        store.log.writer().end
     }
 
     fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
@@ -938,7 +1096,7 @@ mod tests {
     }
 
     fn flushes(store: &LogStore) -> u64 {
-        store.flushes.load(Ordering::Relaxed)
+        store.log.flushes.load(Ordering::Relaxed)
     }
 
     /// The error of opening `dir`, which must be a corrupt log; its message.
@@ -1488,7 +1646,7 @@ mod tests {
         store.put("group/a", b"durable").unwrap();
         let durable = store.put_unsynced("group/b", b"flushed").unwrap();
         store.sync(durable).unwrap();
-        store.fail_next_flush.store(true, Ordering::Relaxed);
+        store.log.fail_next_flush.store(true, Ordering::Relaxed);
         let error = store.put("group/a", b"unknown").expect_err("flush fails");
         let message = error.to_string();
         assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
@@ -1519,5 +1677,162 @@ mod tests {
         let store = open(dir.path());
         assert_eq!(store.load_all().unwrap()[1], entry("group/b", b"flushed"));
         store.put("group/c", b"after restart").unwrap();
+    }
+
+    /// The result of a `sync_then` and the thread `done` ran on, sent to `tx`.
+    type Answer = (Result<(), StoreError>, thread::ThreadId);
+
+    /// A `sync_then` callback that sends its result and its thread to `tx`.
+    fn send_to(tx: &mpsc::Sender<Answer>) -> Done {
+        let tx = tx.clone();
+        Box::new(move |result| {
+            let _ = tx.send((result, thread::current().id()));
+        })
+    }
+
+    /// Waiters registered from 8 threads, each after its own unsynced write, are all answered
+    /// `Ok`, with at most a quarter as many flushes as waiters, and the writes survive a reopen.
+    #[test]
+    fn sync_then_waiters_share_flushes() {
+        const THREADS: usize = 8;
+        const WRITES: usize = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        // The first append allocates space, flushing: it is not one of the waiters' flushes.
+        store.put("start", b"").unwrap();
+        let before = flushes(&store);
+        let (tx, rx) = mpsc::channel();
+        let start = Barrier::new(THREADS);
+        thread::scope(|scope| {
+            for t in 0..THREADS {
+                let (store, tx, start) = (&store, &tx, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    for i in 0..WRITES {
+                        let token = store
+                            .put_unsynced(&format!("t{t}/{i:03}"), &[t as u8; 100])
+                            .unwrap();
+                        store.sync_then(token, send_to(tx));
+                    }
+                });
+            }
+        });
+        for _ in 0..THREADS * WRITES {
+            let (result, _) = rx.recv().unwrap();
+            result.unwrap();
+        }
+        let flushes = flushes(&store) - before;
+        assert!(
+            flushes * 4 <= (THREADS * WRITES) as u64,
+            "{flushes} flushes for {} waiters",
+            THREADS * WRITES
+        );
+        drop(store);
+        assert_eq!(
+            open(dir.path()).load_all().unwrap().len(),
+            THREADS * WRITES + 1
+        );
+    }
+
+    /// A `sync_then` for a write already durable, or for the durable token, calls `done` before
+    /// it returns, on the caller's thread, without flushing or starting the flusher thread.
+    #[test]
+    fn sync_then_of_a_durable_token_answers_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let token = store.put_unsynced("group/a", b"1").unwrap();
+        store.sync(token).unwrap();
+        let before = flushes(&store);
+        let (tx, rx) = mpsc::channel();
+        for token in [token, SyncToken::DURABLE] {
+            store.sync_then(token, send_to(&tx));
+            let (result, on) = rx.try_recv().expect("answered before sync_then returned");
+            result.unwrap();
+            assert_eq!(on, thread::current().id());
+        }
+        assert_eq!(flushes(&store), before);
+        assert!(store.flusher.lock().unwrap().is_none());
+    }
+
+    /// When a flush fails, every queued waiter is answered with an error naming it, and so is
+    /// every later `sync_then`, at once, even for a token an earlier flush covered.
+    #[test]
+    fn sync_then_after_a_failed_flush_reports_it() {
+        const WAITERS: usize = 50;
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let durable = store.put_unsynced("group/a", b"durable").unwrap();
+        store.sync(durable).unwrap();
+        let tokens: Vec<_> = (0..WAITERS)
+            .map(|i| store.put_unsynced(&format!("group/{i}"), b"x").unwrap())
+            .collect();
+        store.log.fail_next_flush.store(true, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        for token in tokens {
+            store.sync_then(token, send_to(&tx));
+        }
+        for _ in 0..WAITERS {
+            let (result, _) = rx.recv().unwrap();
+            let message = result.expect_err("the flush failed").to_string();
+            assert!(message.contains("injected flush failure"), "{message}");
+        }
+        for token in [durable, SyncToken::DURABLE] {
+            store.sync_then(token, send_to(&tx));
+            let (result, on) = rx.try_recv().expect("answered before sync_then returned");
+            let message = result.expect_err("the store failed").to_string();
+            assert!(
+                message.contains("a flush or write failed earlier"),
+                "{message}"
+            );
+            assert_eq!(on, thread::current().id());
+        }
+    }
+
+    /// Dropping the store while waiters are queued behind a busy flusher thread answers every
+    /// one of them `Ok` (the drop flushes for them), stops the thread, and releases the
+    /// directory, which reopens with their writes.
+    #[test]
+    fn drop_answers_queued_waiters() {
+        const QUEUED: usize = 20;
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let (tx, rx) = mpsc::channel();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        // The first waiter's `done` holds the flusher thread until released, so the others
+        // stay queued.
+        let token = store.put_unsynced("group/first", b"1").unwrap();
+        let first = send_to(&tx);
+        store.sync_then(
+            token,
+            Box::new(move |result| {
+                entered_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                first(result);
+            }),
+        );
+        entered.recv().unwrap();
+        for i in 0..QUEUED {
+            let token = store.put_unsynced(&format!("group/{i}"), b"x").unwrap();
+            store.sync_then(token, send_to(&tx));
+        }
+        let log = Arc::clone(&store.log);
+        thread::scope(|scope| {
+            scope.spawn(move || drop(store));
+            // Released only once the drop has told the thread to stop, so the waiters are
+            // still queued when it does.
+            while !log.waiters().stop {
+                thread::yield_now();
+            }
+            release.send(()).unwrap();
+        });
+        assert_eq!(Arc::strong_count(&log), 1, "the flusher thread has exited");
+        assert_eq!(log.waiters().queue.len(), 0);
+        let answers: Vec<_> = rx.try_iter().collect();
+        assert_eq!(answers.len(), QUEUED + 1);
+        for (result, _) in answers {
+            result.unwrap();
+        }
+        assert_eq!(open(dir.path()).load_all().unwrap().len(), QUEUED + 1);
     }
 }
