@@ -94,16 +94,25 @@ impl Assignor {
             Self::Component(c) => c.assign(group, topology),
             Self::BuiltIn { assignor, .. } => assign_native(assignor.as_ref(), group, topology),
         };
+        Self::report(self.name(), group, result)
+    }
+
+    /// Logs a call's outcome and passes it on.
+    pub(crate) fn report(
+        name: &str,
+        group: &GroupSpec,
+        result: Result<(GroupAssignment, Usage), TaskAssignorError>,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         match &result {
             Ok((_, usage)) => tracing::debug!(
-                assignor = %self.name(),
+                assignor = %name,
                 members = group.members.len(),
                 fuel = usage.fuel,
                 wall_time_us = usage.wall_time.as_micros() as u64,
                 "assignment computed"
             ),
             Err(e) => tracing::warn!(
-                assignor = %self.name(),
+                assignor = %name,
                 members = group.members.len(),
                 kind = %e.kind,
                 message = %e.message,

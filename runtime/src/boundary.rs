@@ -7,16 +7,19 @@ use std::collections::{BTreeMap, HashMap};
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, TaskSet, Topology};
 
 mod bindings {
+    // Exports are called with `call_async` so that the service can run a call on its async
+    // threads, yielding every so much fuel; synchronous callers drive the same futures.
     wasmtime::component::bindgen!({
         path: "../wit/v0.1.0",
         world: "assignor",
+        exports: { default: async },
     });
 }
 
 use bindings::kafka::streams_assignor::types as wit;
 
-pub(crate) use bindings::AssignorPre;
 pub(crate) use bindings::exports::kafka::streams_assignor::task_assignor::Guest as TaskAssignorApi;
+pub(crate) use bindings::{Assignor, AssignorPre};
 
 /// Canonical-ABI bytes of one `member-tasks` entry (three `u32`s).
 pub(crate) const MEMBER_TASK_BYTES: usize = 12;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::time::Instant;
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
@@ -16,6 +17,12 @@ use crate::limits::Limits;
 use crate::runtime::{EPOCH_TICK, Runtime};
 use crate::usage::Usage;
 use crate::wasi::{CallState, Capture};
+
+/// Fuel between a call's yields to the executor in [`ComponentAssignor::assign_async`]: about
+/// 50–100 µs of guest work, short enough that other requests on the same async thread are
+/// not held up noticeably, long enough that yields cost nothing measurable. (The standard
+/// 10-member sticky call uses ~140,000.)
+pub const YIELD_FUEL: u64 = 100_000;
 
 /// Longest assignor name accepted; names travel in configs and describe responses.
 const MAX_NAME_BYTES: usize = 249;
@@ -71,8 +78,11 @@ impl ComponentAssignor {
         // instance slots.
         let name = {
             let mut sandbox = this.sandbox();
-            this.instantiate_and(&mut sandbox, |api, store| api.call_name(store))
-                .map_err(|e| this.classify(e, &sandbox, "calling name()"))?
+            let called = block_on(async {
+                let instance = this.pre.instantiate_async(&mut sandbox.store).await?;
+                api(&instance).call_name(&mut sandbox.store).await
+            });
+            called.map_err(|e| this.classify(e, &sandbox, "calling name()"))?
         };
         if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_whitespace) {
             return Err(TaskAssignorError::new(
@@ -86,9 +96,13 @@ impl ComponentAssignor {
         }
         this.name = name;
         let mut sandbox = this.sandbox();
-        match this.instantiate_and(&mut sandbox, |api, store| {
-            api.call_configure(store, &this.config)
-        }) {
+        let configured = block_on(async {
+            let instance = this.pre.instantiate_async(&mut sandbox.store).await?;
+            api(&instance)
+                .call_configure(&mut sandbox.store, &this.config)
+                .await
+        });
+        match configured {
             Ok(Ok(())) => {}
             Ok(Err(message)) => {
                 return Err(TaskAssignorError::new(
@@ -124,13 +138,38 @@ impl ComponentAssignor {
     }
 
     /// Runs one assignment in a fresh sandbox and validates the result against the input.
+    ///
+    /// Blocks the calling thread for the whole call; it must not be a thread that drives
+    /// async tasks (use [`assign_async`](Self::assign_async) there).
     pub fn assign(
         &self,
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        block_on(self.assign_in(group, topology, None))
+    }
+
+    /// [`assign`](Self::assign) for async code: the guest runs on the polling thread and
+    /// yields to the executor after every [`YIELD_FUEL`] units of fuel, so a long or endless
+    /// call never holds an async thread for more than a slice (its limits still end it).
+    pub async fn assign_async(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        self.assign_in(group, topology, Some(YIELD_FUEL)).await
+    }
+
+    async fn assign_in(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+        yield_fuel: Option<u64>,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
-        let (assignment, mut usage) = self.assign_unvalidated(group, topology)?;
+        let (assignment, mut usage) = self
+            .assign_unvalidated_in(group, topology, yield_fuel)
+            .await?;
         assignor_sdk::validate(group, topology, &assignment)
             .map_err(|m| self.invalid(m).with_fuel(usage.fuel))?;
         usage.wall_time = start.elapsed();
@@ -145,21 +184,38 @@ impl ComponentAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        block_on(self.assign_unvalidated_in(group, topology, None))
+    }
+
+    async fn assign_unvalidated_in(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+        yield_fuel: Option<u64>,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
         let input = boundary::input(group, topology);
         let mut sandbox = self.sandbox();
+        sandbox
+            .store
+            .fuel_async_yield_interval(yield_fuel)
+            .expect("fuel is enabled on the runtime's engine");
         let config = &self.config;
-        let result = self.instantiate_and(&mut sandbox, |api, store| {
-            if let Err(message) = api.call_configure(&mut *store, config)? {
+        let result = async {
+            let instance = self.pre.instantiate_async(&mut sandbox.store).await?;
+            let api = api(&instance);
+            if let Err(message) = api.call_configure(&mut sandbox.store, config).await? {
                 return Ok(Err(format!(
                     "configure failed in the call's instance, after succeeding at load \
                      (is it deterministic?): {message}"
                 )));
             }
             Ok(api
-                .call_assign(store, &input.group, &input.topology)?
+                .call_assign(&mut sandbox.store, &input.group, &input.topology)
+                .await?
                 .map_err(|e| e.message))
-        });
+        }
+        .await;
         let fuel = Some(sandbox.consumed());
         let output = match result {
             Ok(Ok(output)) => output,
@@ -201,7 +257,8 @@ impl ComponentAssignor {
     #[doc(hidden)]
     pub fn fresh_instance(&self) -> Result<(), TaskAssignorError> {
         let mut sandbox = self.sandbox();
-        self.instantiate_and(&mut sandbox, |_, _| Ok(()))
+        block_on(self.pre.instantiate_async(&mut sandbox.store))
+            .map(drop)
             .map_err(|e| self.classify(e, &sandbox, "instantiating"))
     }
 
@@ -232,18 +289,6 @@ impl ComponentAssignor {
             capture,
             fuel,
         }
-    }
-
-    fn instantiate_and<R>(
-        &self,
-        sandbox: &mut Sandbox,
-        call: impl FnOnce(&boundary::TaskAssignorApi, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> wasmtime::Result<R> {
-        let instance = self.pre.instantiate(&mut sandbox.store)?;
-        call(
-            instance.kafka_streams_assignor_task_assignor(),
-            &mut sandbox.store,
-        )
     }
 
     fn log_output(&self, sandbox: &Sandbox) {
@@ -327,6 +372,18 @@ impl ComponentAssignor {
         tracing::warn!(assignor = %self.name, kind = %kind, fuel, "assignor call failed");
         TaskAssignorError::new(&self.name, kind, message).with_fuel(Some(fuel))
     }
+}
+
+/// The exports of an instance.
+fn api(instance: &boundary::Assignor) -> &boundary::TaskAssignorApi {
+    instance.kafka_streams_assignor_task_assignor()
+}
+
+/// Drives one of the calls above to completion on this thread, for the synchronous API.
+/// WASI's synchronous bindings do the same per host call (inside Tokio, a runtime context
+/// is needed for its host functions); here it is once per call.
+fn block_on<F: Future>(call: F) -> F::Output {
+    wasmtime_wasi::runtime::in_tokio(call)
 }
 
 /// The location and message of a Rust panic in captured guest output (`thread '…' panicked at

@@ -276,6 +276,32 @@ impl AssignmentJob {
         let outcome = self.assignor.assign(&self.spec, &self.topology);
         CompletedJob { job: self, outcome }
     }
+
+    /// [`run`](Self::run) for async code, inside a Tokio runtime. A component runs on the
+    /// polling thread, yielding between slices of fuel
+    /// ([`ComponentAssignor::assign_async`](crate::ComponentAssignor::assign_async)); a
+    /// built-in is native code that cannot yield, so it runs on Tokio's blocking pool.
+    pub async fn run_async(self) -> CompletedJob {
+        match &self.assignor {
+            Assignor::Component(c) => {
+                let outcome = Assignor::report(
+                    c.name(),
+                    &self.spec,
+                    c.assign_async(&self.spec, &self.topology).await,
+                );
+                CompletedJob { job: self, outcome }
+            }
+            Assignor::BuiltIn { .. } => {
+                let span = tracing::Span::current();
+                match tokio::task::spawn_blocking(move || span.in_scope(|| self.run())).await {
+                    Ok(done) => done,
+                    // A built-in's panic is caught by `Assignor::assign`; the task is only
+                    // cancelled when the runtime shuts down, which drops this future too.
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                }
+            }
+        }
+    }
 }
 
 /// A computation's outcome, to hand to [`Coordinator::commit`].
@@ -320,6 +346,28 @@ impl Pending {
     /// write until the process is restarted and reloads what is durable.
     pub fn wait(self) -> Result<(), CoordinatorError> {
         Ok(self.store.sync(self.token)?)
+    }
+
+    /// [`wait`](Self::wait) for async code: no thread waits for the flush
+    /// ([`Store::sync_then`]), so any number of commits can wait for their shared flush.
+    pub async fn durable(self) -> Result<(), CoordinatorError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.store.sync_then(
+            self.token,
+            Box::new(move |result| {
+                // The receiver is gone only if the waiting request was dropped.
+                let _ = tx.send(result);
+            }),
+        );
+        match rx.await {
+            Ok(result) => Ok(result?),
+            // A store that drops `done` uncalled breaks its contract: never acknowledge.
+            Err(_) => Err(StoreError::Backend {
+                backend: format!("{:?}", self.store),
+                source: "the store dropped a flush waiter without answering it".into(),
+            }
+            .into()),
+        }
     }
 }
 

@@ -71,7 +71,7 @@ mod wasi;
 
 pub use assignor::Assignor;
 pub use builtin::{BUILTIN_NAMES, builtin};
-pub use component::ComponentAssignor;
+pub use component::{ComponentAssignor, YIELD_FUEL};
 pub use error::{ErrorKind, TaskAssignorError};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_CONCURRENT_CALLS,

@@ -27,6 +27,10 @@ const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
 /// Bytes of each pooled memory and table kept resident between calls.
 const KEEP_RESIDENT_BYTES: usize = 4 << 20;
 
+/// Stack a call's fiber has beyond the wasm stack limit, for host code running on it (WASI
+/// host functions, lifting and lowering). Reserved address space; only touched pages cost.
+const HOST_STACK_BYTES: usize = 1 << 20;
+
 /// The export every assignor component must have: the `task-assignor` interface of the WIT
 /// package version this runtime speaks.
 pub const EXPORT_NAME: &str = "kafka:streams-assignor/task-assignor@0.1.0";
@@ -73,6 +77,7 @@ impl Runtime {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
             .total_memories(calls)
+            .total_stacks(calls)
             .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
             .total_tables(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
             .max_memory_size(limits.get_memory_bytes())
@@ -84,10 +89,17 @@ impl Runtime {
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(limits.get_wasm_stack_bytes())
+            // Calls run on fibers (see `ComponentAssignor::assign_async`): the wasm stack plus
+            // room for the host functions and the lifting and lowering that run on it.
+            .async_stack_size(
+                limits
+                    .get_wasm_stack_bytes()
+                    .saturating_add(HOST_STACK_BYTES),
+            )
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         let cache = ArtifactCache::new(&engine, cache_dir);
         let ticker = EpochTicker::start(engine.clone());
         Ok(Self {

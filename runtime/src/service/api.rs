@@ -39,8 +39,8 @@ use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
-    AssignmentJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS, Pending,
-    RACK_AWARE_ASSIGNMENT_TAGS,
+    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS,
+    Pending, RACK_AWARE_ASSIGNMENT_TAGS,
 };
 use crate::json::{AssignmentView, parse_input};
 
@@ -463,12 +463,16 @@ fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
 
 /// The trigger: plans under the tenant's lock, then (holding one of the tenant's slots, in an
 /// `assignment` span) runs the assignor without the lock, commits under it, and answers once
-/// the commit is flushed.
+/// the commit is durable.
 ///
-/// Planning takes microseconds and the lock is held only briefly (commits are flushed after
-/// it is released), so when the lock is free the plan is made right here, saving a trip to
-/// the blocking pool and its context switches; when it is taken, planning waits for it on
-/// the pool instead, never on an async thread.
+/// Everything quick happens on this async thread; nothing that waits does. Planning and a
+/// successful commit (an in-memory change and one buffered write) take microseconds and the
+/// lock is held only briefly, so when the lock is free they are done right here, saving trips
+/// to the blocking pool and their context switches; when it is taken they wait for it on the
+/// pool. A component's call runs here too, yielding every [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so
+/// that it never holds this thread for long; a built-in runs on the pool. A failed call is
+/// recorded durably (a flush), on the pool. The flush a commit needs is awaited without a
+/// thread ([`Pending::durable`]), so concurrent commits share it.
 async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
@@ -487,7 +491,11 @@ async fn assign(
     let job = match planned {
         Planned::Run(job) => job,
         Planned::Current(answer, pending) => {
-            return blocking(&t, move |_| Ok(pending.wait().map(|()| answer)?)).await;
+            return pending
+                .durable()
+                .await
+                .map(|()| answer)
+                .map_err(ApiError::from);
         }
     };
     let assignor = job.assignor_name().to_owned();
@@ -500,31 +508,41 @@ async fn assign(
         duration_us = Empty,
         outcome = Empty,
     );
+    // The call itself runs without the tenant's lock: describe, configs and other groups'
+    // assignments go on meanwhile. The slot bounds calls, which use a core, and is freed
+    // before the commit: waiting for a flush does not, and holding the slot through it would
+    // cap how many commits can share one flush.
     let permit = permit(&t.settings()).instrument(span.clone()).await?;
-    let (duration, outcome, answer) = blocking(&t, move |t| {
-        // The call itself runs without the tenant's lock: describe, configs and other
-        // groups' assignments go on meanwhile. The slot bounds calls, which use a core, and
-        // is freed before the commit: waiting for a flush does not, and holding the slot
-        // through it would cap how many commits can share one flush.
-        let start = Instant::now();
-        let done = job.run();
-        drop(permit);
-        let duration = start.elapsed();
-        let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
-        let mut state = t.state();
-        let answer = state
-            .coordinator
-            .commit_unsynced(done)
-            .map_err(ApiError::from)
-            .and_then(|pending| Ok((target_answer(t, &state.coordinator, &group)?, pending)));
-        // The flush is waited for without the tenant's lock, so that the tenant's concurrent
-        // commits share it (group commit); the target is answered only once it is durable.
-        drop(state);
-        let answer = answer.and_then(|(answer, pending)| Ok(pending.wait().map(|()| answer)?));
-        Ok((duration, outcome, answer))
-    })
-    .instrument(span.clone())
-    .await?;
+    let start = Instant::now();
+    let done = job.run_async().instrument(span.clone()).await;
+    drop(permit);
+    let duration = start.elapsed();
+    let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
+    let inline = {
+        let lock = if outcome.is_ok() { t.try_state() } else { None };
+        match lock {
+            Some(mut state) => Ok(commit(&t, &mut state.coordinator, done, &group)),
+            None => Err(done),
+        }
+    };
+    let committed = match inline {
+        Ok(committed) => committed,
+        Err(done) => {
+            let g = group.clone();
+            blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
+                .instrument(span.clone())
+                .await
+        }
+    };
+    // The target is answered only once it is durable.
+    let answer = match committed {
+        Ok((answer, pending)) => pending
+            .durable()
+            .await
+            .map(|()| answer)
+            .map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
     s.metrics.assignment(&t.name, &assignor, duration, outcome);
     span.record("duration_us", micros(duration));
     match outcome {
@@ -542,6 +560,18 @@ async fn assign(
     answer
 }
 
+/// Commits a computation and serializes the answer, under the tenant's lock; the answer may
+/// be sent once the `Pending` write is durable.
+fn commit(
+    t: &Tenant,
+    c: &mut Coordinator,
+    done: CompletedJob,
+    group: &str,
+) -> Result<(Response, Pending), ApiError> {
+    let pending = c.commit_unsynced(done)?;
+    Ok((target_answer(t, c, group)?, pending))
+}
+
 async fn get_assignment(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
@@ -550,14 +580,16 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
-    blocking(t, move |t| {
-        let (answer, pending) = {
-            let c = &t.state().coordinator;
-            (target_answer(t, c, &group)?, c.pending_writes())
-        };
-        Ok(pending.wait().map(|()| answer)?)
+    let (answer, pending) = blocking(t, move |t| {
+        let c = &t.state().coordinator;
+        Ok((target_answer(t, c, &group)?, c.pending_writes()))
     })
-    .await
+    .await?;
+    pending
+        .durable()
+        .await
+        .map(|()| answer)
+        .map_err(ApiError::from)
 }
 
 /// The group's committed target, as answered by the trigger and `GET …/assignment`:

@@ -51,6 +51,10 @@ impl Store for Namespaced {
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
         self.inner.sync(token)
     }
+
+    fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
+        self.inner.sync_then(token, done)
+    }
 }
 
 #[cfg(test)]
@@ -77,5 +81,41 @@ mod tests {
         a.delete("group/x").expect("delete");
         assert!(a.load_all().expect("load").is_empty());
         assert_eq!(shared.load_all().expect("load").len(), 1);
+    }
+
+    /// `sync_then` reaches the shared store's own (here: one that answers without syncing),
+    /// not the trait's default, which would block the caller for a flush.
+    #[test]
+    fn sync_then_is_the_shared_stores() {
+        #[derive(Debug)]
+        struct AnswersAsync;
+        impl Store for AnswersAsync {
+            fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+                Ok(Vec::new())
+            }
+            fn put(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+                Ok(())
+            }
+            fn delete(&self, _: &str) -> Result<(), StoreError> {
+                Ok(())
+            }
+            fn sync(&self, _: SyncToken) -> Result<(), StoreError> {
+                panic!("sync_then must not fall back to a blocking sync");
+            }
+            fn sync_then(
+                &self,
+                _: SyncToken,
+                done: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
+            ) {
+                done(Ok(()));
+            }
+        }
+        let tenant = Namespaced::tenant(Arc::new(AnswersAsync), "a");
+        let (tx, rx) = std::sync::mpsc::channel();
+        tenant.sync_then(
+            SyncToken::new(7),
+            Box::new(move |r| tx.send(r.is_ok()).expect("receiver")),
+        );
+        assert_eq!(rx.try_recv(), Ok(true));
     }
 }
