@@ -1,5 +1,5 @@
 //! The HTTP API: routes, authentication, and handlers that hand every blocking step to
-//! `spawn_blocking`. Each request runs in a `request` span (method, route, tenant) and each
+//! `spawn_blocking` (a component's call yields instead; see the trigger, `assign`). Each request runs in a `request` span (method, route, tenant) and each
 //! computation in an `assignment` span (tenant, group, assignor, fuel, duration, outcome);
 //! both end with an event carrying them. No span or event ever holds a header.
 //!

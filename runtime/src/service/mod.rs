@@ -8,13 +8,16 @@
 //! and its own assignors and reaches only its own groups; another tenant's resources answer
 //! exactly like missing ones (404), so nothing reveals that they exist.
 //!
-//! Nothing that can block runs on the async runtime's threads: coordinator changes (which
-//! fsync), loads (which compile) and assignments (which run guests) go to `spawn_blocking`;
-//! assignments and uploads (load and trial) additionally hold one of the tenant's
-//! `max.concurrent.assignments` permits, so a hostile tenant occupies at most that many
-//! blocking threads, each for at most its deadline (its `compile.timeout.ms` for a load), and
-//! never another tenant's slots. The default is half the cores, so one tenant spinning in
-//! every slot still leaves the other half to everyone else.
+//! Nothing that can block runs on the async runtime's threads: coordinator changes that
+//! flush, loads (which compile) and built-in assignors go to `spawn_blocking`. A component's
+//! call runs on the async thread itself, yielding to the executor every
+//! [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel, so an endless loop holds a thread for
+//! one slice at a time; a commit's flush is awaited without a thread. Assignments and
+//! uploads (load and trial) hold one of the tenant's `max.concurrent.assignments` permits, so
+//! a hostile tenant runs at most that many calls, each for at most its deadline (its
+//! `compile.timeout.ms` for a load), and never takes another tenant's slots. The default is
+//! half the cores, so one tenant spinning in every slot still leaves the other half to
+//! everyone else.
 //!
 //! An admin changes a tenant's limits at run time (see `admin`): a new runtime is built for
 //! the new limits, the tenant's uploads are reloaded on it, and new calls use it; calls
