@@ -1,7 +1,8 @@
 //! The HTTP API: routes, authentication, and handlers that hand every blocking step to
-//! `spawn_blocking` (a component's call yields instead; see the trigger, `assign`). Each request runs in a `request` span (method, route, tenant) and each
-//! computation in an `assignment` span (tenant, group, assignor, fuel, duration, outcome);
-//! both end with an event carrying them. No span or event ever holds a header.
+//! `spawn_blocking` (a component's call yields instead; see the trigger, `assign`). Each
+//! request runs in a `request` span (method, route, tenant) and each computation in an
+//! `assignment` span (tenant, group, assignor, fuel, duration, outcome); both end with an
+//! event carrying them. No span or event ever holds a header.
 //!
 //! | method and path | does |
 //! |---|---|
@@ -469,9 +470,10 @@ fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
 /// successful commit (an in-memory change and one buffered write) take microseconds and the
 /// lock is held only briefly, so when the lock is free they are done right here, saving trips
 /// to the blocking pool and their context switches; when it is taken they wait for it on the
-/// pool. A component's call runs here too, yielding every [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so
-/// that it never holds this thread for long; a built-in runs on the pool. A failed call is
-/// recorded durably (a flush), on the pool. The flush a commit needs is awaited without a
+/// pool. A component's call runs here too, yielding every
+/// [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that it never holds this thread for
+/// long; a built-in runs on the pool. A failed call is recorded durably (a flush), on the
+/// pool. The flush a commit needs is awaited without a
 /// thread ([`Pending::durable`]), so concurrent commits share it.
 async fn assign(
     State(s): State<AppState>,
