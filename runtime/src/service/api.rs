@@ -467,29 +467,20 @@ fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
 /// the commit is durable.
 ///
 /// Everything quick happens on this async thread; nothing that waits does. Planning and a
-/// successful commit (an in-memory change and one buffered write) take microseconds and the
-/// lock is held only briefly, so when the lock is free they are done right here, saving trips
-/// to the blocking pool and their context switches; when it is taken they wait for it on the
-/// pool. A component's call runs here too, yielding every
-/// [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that it never holds this thread for
-/// long; a built-in runs on the pool. A failed call is recorded durably (a flush), on the
-/// pool. The flush a commit needs is awaited without a
-/// thread ([`Pending::durable`]), so concurrent commits share it.
+/// successful commit (an in-memory change and one buffered write) take microseconds, so they
+/// run right here, under the tenant's async lock: a trigger that finds it taken waits
+/// without holding a thread, and no trip to the blocking pool (two context switches, and a
+/// pool thread blocked on the lock) is needed. A component's call runs here too, yielding
+/// every [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that it never holds this thread
+/// for long; a built-in runs on the pool. A failed call is recorded durably (a flush), on the
+/// pool. The flush a commit needs is awaited without a thread ([`Pending::durable`]), so
+/// concurrent commits share it.
 async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
-    let inline = t
-        .try_state()
-        .map(|state| plan(&t, &state.coordinator, &group));
-    let planned = match inline {
-        Some(planned) => planned?,
-        None => {
-            let g = group.clone();
-            blocking(&t, move |t| plan(t, &t.state().coordinator, &g)).await?
-        }
-    };
+    let planned = plan(&t, &t.lock().await.coordinator, &group)?;
     let job = match planned {
         Planned::Run(job) => job,
         Planned::Current(answer, pending) => {
@@ -520,21 +511,15 @@ async fn assign(
     drop(permit);
     let duration = start.elapsed();
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
-    let inline = {
-        let lock = if outcome.is_ok() { t.try_state() } else { None };
-        match lock {
-            Some(mut state) => Ok(commit(&t, &mut state.coordinator, done, &group)),
-            None => Err(done),
-        }
-    };
-    let committed = match inline {
-        Ok(committed) => committed,
-        Err(done) => {
-            let g = group.clone();
-            blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
-                .instrument(span.clone())
-                .await
-        }
+    // A success commits here: an in-memory change and one buffered write. A failure is
+    // recorded durably (a flush), on the pool.
+    let committed = if outcome.is_ok() {
+        commit(&t, &mut t.lock().await.coordinator, done, &group)
+    } else {
+        let g = group.clone();
+        blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
+            .instrument(span.clone())
+            .await
     };
     // The target is answered only once it is durable.
     let answer = match committed {

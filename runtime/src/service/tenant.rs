@@ -4,15 +4,16 @@
 //!
 //! Everything here is synchronous and may block (store writes fsync, loads compile, trials run
 //! guests): the API calls it from `spawn_blocking`, never on the async runtime's threads.
-//! The one exception is [`Tenant::settings`], a read lock held only to clone an `Arc`.
+//! The exceptions are [`Tenant::settings`], a read lock held only to clone an `Arc`, and
+//! [`Tenant::lock`], the async side of the state's lock, for the trigger's brief steps.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
 use crate::assignor::Assignor;
 use crate::builtin::BUILTIN_NAMES;
@@ -258,20 +259,22 @@ impl Tenant {
         })
     }
 
-    /// The tenant's state. A panic while it was held cannot leave it half-changed (every
-    /// change is built on a copy and persisted before it is swapped in), so poison is ignored.
+    /// The tenant's state, for code on the blocking pool (or any thread outside the async
+    /// runtime), which may wait for it.
+    ///
+    /// An async lock, so that async threads wait for it without blocking ([`Self::lock`]):
+    /// it is held only briefly (an in-memory change and a buffered write, or a flush for a
+    /// rare durable change), but often, by every trigger. A panic while it was held cannot
+    /// leave it half-changed (every change is built on a copy and persisted before it is
+    /// swapped in), and tokio's lock has no poisoning.
     pub(crate) fn state(&self) -> MutexGuard<'_, TenantState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.blocking_lock()
     }
 
-    /// The tenant's state if no one holds it: for brief work on async threads, which must
-    /// never wait for the lock.
-    pub(crate) fn try_state(&self) -> Option<MutexGuard<'_, TenantState>> {
-        match self.state.try_lock() {
-            Ok(state) => Some(state),
-            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
+    /// The tenant's state, for brief work on async threads: waits without blocking the thread.
+    /// The guard must not be held across an `.await`, nor during anything slow.
+    pub(crate) async fn lock(&self) -> MutexGuard<'_, TenantState> {
+        self.state.lock().await
     }
 
     /// The limits in force now. Cheap and never blocks on other work: safe on async threads.
