@@ -1,5 +1,7 @@
 //! The HTTP API: routes, authentication, and handlers that hand every blocking step to
-//! `spawn_blocking` (a component's call yields instead; see the trigger, `assign`). Each
+//! `spawn_blocking` (a component's call yields instead; see the trigger, `assign`). Reads of
+//! a tenant's state and the trigger's in-memory steps take the tenant's async lock right on
+//! the async thread: they take microseconds and wait for the lock without a thread. Each
 //! request runs in a `request` span (method, route, tenant) and each computation in an
 //! `assignment` span (tenant, group, assignor, fuel, duration, outcome); both end with an
 //! event carrying them. No span or event ever holds a header.
@@ -193,33 +195,30 @@ async fn health() -> Json<Value> {
 }
 
 async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<Value>, ApiError> {
-    blocking(&t, |t| {
-        let state = t.state();
-        let registry = state.coordinator.registry();
-        let default = registry.default_assignor().name().to_owned();
-        let assignors: Vec<Value> = registry
-            .names()
-            .map(|name| {
-                let upload = state.uploads.get(name);
-                let mut entry = json!({
-                    "name": name,
-                    "kind": match registry.get(name) {
-                        Some(Assignor::Component(_)) => "component",
-                        _ => "built-in",
-                    },
-                    "uploaded": upload.is_some(),
-                    "default": name == default,
-                });
-                if let Some(u) = upload {
-                    entry["sha256"] = u.sha256.clone().into();
-                    entry["bytes"] = u.bytes.into();
-                }
-                entry
-            })
-            .collect();
-        Ok(Json(json!({ "assignors": assignors })))
-    })
-    .await
+    let state = t.lock().await;
+    let registry = state.coordinator.registry();
+    let default = registry.default_assignor().name().to_owned();
+    let assignors: Vec<Value> = registry
+        .names()
+        .map(|name| {
+            let upload = state.uploads.get(name);
+            let mut entry = json!({
+                "name": name,
+                "kind": match registry.get(name) {
+                    Some(Assignor::Component(_)) => "component",
+                    _ => "built-in",
+                },
+                "uploaded": upload.is_some(),
+                "default": name == default,
+            });
+            if let Some(u) = upload {
+                entry["sha256"] = u.sha256.clone().into();
+                entry["bytes"] = u.bytes.into();
+            }
+            entry
+        })
+        .collect();
+    Ok(Json(json!({ "assignors": assignors })))
 }
 
 /// Upload: every check of [`Tenant`]'s, in order. The body is read up to the tenant's
@@ -567,11 +566,10 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
-    let (answer, pending) = blocking(t, move |t| {
-        let c = &t.state().coordinator;
-        Ok((target_answer(t, c, &group)?, c.pending_writes()))
-    })
-    .await?;
+    let (answer, pending) = {
+        let c = &t.lock().await.coordinator;
+        (target_answer(t, c, &group)?, c.pending_writes())
+    };
     pending
         .durable()
         .await
@@ -615,37 +613,31 @@ async fn get_capture(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
-    blocking(&t, move |t| {
-        let c = &t.state().coordinator;
-        c.describe(&group)?;
-        match c.last_capture(&group) {
-            Some(bytes) => Ok((
-                [(header::CONTENT_TYPE, "application/octet-stream")],
-                bytes.to_vec(),
-            )
-                .into_response()),
-            None => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "RESOURCE_NOT_FOUND",
-                format!(
-                    "group `{group}` has no failed computation captured: captures are taken when \
+    let c = &t.lock().await.coordinator;
+    c.describe(&group)?;
+    match c.last_capture(&group) {
+        Some(bytes) => Ok((
+            [(header::CONTENT_TYPE, "application/octet-stream")],
+            bytes.to_vec(),
+        )
+            .into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "RESOURCE_NOT_FOUND",
+            format!(
+                "group `{group}` has no failed computation captured: captures are taken when \
                      an assignment fails"
-                ),
-            )),
-        }
-    })
-    .await
+            ),
+        )),
+    }
 }
 
 async fn describe(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    blocking(&t, move |t| {
-        let d = t.state().coordinator.describe(&group)?;
-        Ok(Json(describe_json(&d, &t.settings())))
-    })
-    .await
+    let d = t.lock().await.coordinator.describe(&group)?;
+    Ok(Json(describe_json(&d, &t.settings())))
 }
 
 /// The committed target: the contract's output JSON under `assignment`, with its epoch,
