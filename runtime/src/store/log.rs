@@ -39,7 +39,8 @@ const MIN_RECORD: usize = HEAD_LEN + CRC_LEN;
 /// Below this size the log is never compacted: rewriting a small file on every few writes
 /// would cost more than the space it saves.
 const COMPACT_MIN_BYTES: u64 = 4 << 20;
-/// Buffer size for reading the log on open, scanning it and writing a compacted one.
+/// Buffer size for reading the log on open, scanning it and writing a compacted one; also how
+/// much a compaction copies between answering the flusher thread's queued waiters.
 const IO_BUFFER: usize = 1 << 20;
 /// The least and the most the log grows by at once: an eighth of its length, between these.
 const PREALLOCATE_MIN_BYTES: u64 = 1 << 20;
@@ -58,13 +59,15 @@ static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 /// [`sync_then`](Store::sync_then) waits without blocking a thread: a flusher thread, started
 /// by the first call that has to wait, flushes once for all the waiters queued since its last
 /// flush (sharing it with `sync` callers too) and answers them; dropping the store flushes for
-/// those still queued, answers them, and stops it.
+/// those still queued, answers them, and stops it. The same thread grows and compacts the log
+/// (see [Maintenance](LogStore#maintenance)).
 /// Once a flush (or anything else that leaves the file's durable state unknown) fails, every
 /// later write and sync fails too, until the process restarts and reloads the log.
 ///
 /// # On disk
 ///
-/// - `LOCK`: as for `DirStore`, held with an exclusive `flock` while the store is open.
+/// - `LOCK`: as for `DirStore`, held with an exclusive `flock` while the store is open (and
+///   until its flusher thread, which may be compacting, has exited).
 /// - `log`: the records, in the order they were written.
 /// - `log.compact`: a new `log` being written, by a compaction or when the store is created.
 ///   It replaces `log` by an atomic rename only once complete and durable, so a leftover one is
@@ -91,7 +94,8 @@ static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 /// The log ends where zeros run to the end of the file: no record starts with a zero `len`,
 /// which counts its own kind and key length. So the file's length is not the log's: the file
 /// is grown ahead of the records, by an eighth of its length (at least 1 MiB, at most 16 MiB,
-/// rounded up to 4 KiB), writing zeros and flushing them when a record would cross its end.
+/// rounded up to 4 KiB), writing zeros and flushing them, once the space left after the log is
+/// less than half of that (see [Maintenance](LogStore#maintenance) for where).
 /// Records then overwrite blocks already allocated and written without changing the file's
 /// size, so their `fdatasync` writes only data, not also the file's metadata (the inode, on
 /// ext4). Zeros rather than a hole (`set_len`) or `fallocate`: the first write into either
@@ -119,38 +123,64 @@ static ZEROS: [u8; IO_BUFFER] = [0; IO_BUFFER];
 /// # Compaction
 ///
 /// Once the log is larger than 4 MiB and more than twice the size of its live records (each
-/// present key's last put), the next write first rewrites it: the live records are copied to
-/// `log.compact`, with space allocated after them as for a growth, which is made durable and
-/// renamed over `log`. The log thus stays under about twice its live size, and a compaction
-/// copies fewer bytes than it discards. These sizes are the log's, its records', not the
-/// file's: the preallocated zeros count for nothing.
+/// present key's last put), it is rewritten: the live records are copied to `log.compact`,
+/// then the records appended meanwhile, with space allocated after them as for a growth; the
+/// new file is made durable and renamed over `log`. The log thus stays under about twice its
+/// live size, and a compaction copies fewer bytes than it discards. These sizes are the log's,
+/// its records', not the file's: the preallocated zeros count for nothing.
+///
+/// A compaction that fails before the rename leaves the log as it was, in use, with a warning,
+/// and is tried again only once the log has doubled, rather than on every write. After the
+/// rename only the directory's fsync can fail, and the store then refuses writes: a crash could
+/// bring back the old log without what is appended to the new one.
+///
+/// # Maintenance
+///
+/// Appends run on the service's async threads, under a lock every tenant's writes share, so
+/// they must take microseconds: one `write`. Growing the file (up to 16 MiB of zeros and a
+/// flush) and compacting it (reading and rewriting every live record, then three syncs) take
+/// milliseconds to seconds, so an append only asks for them, and the flusher thread (started
+/// then if it is not running) does them while appends go on:
+///
+/// - It grows the file while there is still room: it claims the next chunk, writes and flushes
+///   its zeros without the lock, then hands the chunk to the appends. An append that needs room
+///   before that waits for the chunk rather than write where zeros are being written. One that
+///   needs room when no grow is under way grows the file itself, as the only way to go on: the
+///   first append to a new log, a record larger than the room left, appends outrunning the
+///   thread, or a background grow that failed.
+/// - It compacts from a snapshot of the index: it copies the live records, which are never
+///   overwritten, without the lock, answering queued waiters between chunks. Only the copy of
+///   the records appended since the snapshot, the syncs and the swap to the new file hold it.
+///
+/// The two are done one at a time, so a waiter queued during a grow waits for its flush.
 pub struct LogStore {
-    dir: PathBuf,
-    /// Held only for its lock, released when the store is dropped (or the process dies).
-    _lock: File,
     /// The log and its durability, shared with the flusher thread.
     log: Arc<Log>,
-    /// The thread that answers [`sync_then`](Store::sync_then), started by the first call that
-    /// has to wait rather than at open: most stores (tests, the import of an old data
-    /// directory, an embedder that only calls `sync`) never need it. Stopped and joined when
-    /// the store is dropped.
+    /// The thread that answers [`sync_then`](Store::sync_then) and grows and compacts the log,
+    /// started by the first call that needs it rather than at open: most stores (tests, the
+    /// import of an old data directory, an embedder that only calls `sync` and writes little)
+    /// never need it. Stopped and joined when the store is dropped.
     flusher: Mutex<Option<JoinHandle<()>>>,
-    /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
-    compact_min_bytes: u64,
-    /// [`PREALLOCATE_MIN_BYTES`], lowered by tests to grow the log in small steps.
-    preallocate_min_bytes: u64,
     /// Makes the next append write half its record and fail, so tests can see what it leaves.
     #[cfg(test)]
     fail_next_append: AtomicBool,
 }
 
-/// What a [`LogStore`] shares with its flusher thread: everything a flush needs. The thread
-/// holds this rather than the store, so it does not keep the store alive: dropping the store
-/// stops it.
+/// What a [`LogStore`] shares with its flusher thread: everything a flush, a grow or a
+/// compaction needs. The thread holds this rather than the store, so it does not keep the
+/// store alive: dropping the store stops it.
 struct Log {
+    /// The data directory.
+    dir: PathBuf,
+    /// Held only for its lock. Here rather than on the store: a `sync_then` callback that drops
+    /// the store on the flusher thread cannot wait for the thread, which may be compacting, so
+    /// the directory stays locked until the thread is done with it too.
+    _lock: File,
     /// `dir/log`.
     path: PathBuf,
     writer: Mutex<Writer>,
+    /// Signalled, with `writer`, when a background grow ends, whether it succeeded or failed.
+    grown: Condvar,
     /// Writes up to this sequence number are durable. Raised by a flush before it clears
     /// `flushing`, so a caller woken by `flushed` sees what that flush covered.
     synced: AtomicU64,
@@ -164,26 +194,53 @@ struct Log {
     /// What failed, once something left the log's durable state unknown: from then on the
     /// store refuses writes.
     failure: OnceLock<String>,
-    /// The [`sync_then`](Store::sync_then) callers the flusher thread has yet to answer.
-    waiters: Mutex<Waiters>,
-    /// Signalled when a waiter is queued, or the flusher thread is told to stop.
+    /// What the flusher thread has yet to do.
+    work: Mutex<Work>,
+    /// Signalled when work is queued, or the flusher thread is told to stop.
     queued: Condvar,
+    /// [`COMPACT_MIN_BYTES`], lowered by tests to compact small logs.
+    compact_min_bytes: u64,
+    /// [`PREALLOCATE_MIN_BYTES`], lowered by tests to grow the log in small steps.
+    preallocate_min_bytes: u64,
     /// Flushes made, so tests can see that writers share them.
     #[cfg(test)]
     flushes: AtomicU64,
     /// Makes the next flush fail, so tests can see the store refuse writes afterwards.
     #[cfg(test)]
     fail_next_flush: AtomicBool,
+    /// Grows made by appends rather than the flusher thread, so tests can see they are rare.
+    #[cfg(test)]
+    inline_grows: AtomicU64,
+    /// Compactions completed, so tests can see they happened.
+    #[cfg(test)]
+    compactions: AtomicU64,
+    /// Makes the next compaction fail while writing `log.compact`.
+    #[cfg(test)]
+    fail_next_compaction: AtomicBool,
+    /// Run by the next background grow once it has claimed its chunk, before writing it, so
+    /// tests can hold it there.
+    #[cfg(test)]
+    grow_hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Run by the next compaction once it has taken its snapshot, before copying it, so tests
+    /// can append meanwhile.
+    #[cfg(test)]
+    compaction_hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 /// A [`Store::sync_then`] callback.
 type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
-/// The flusher thread's work, behind [`Log::waiters`].
+/// The flusher thread's work, behind [`Log::work`].
 #[derive(Default)]
-struct Waiters {
-    /// Each waiter's write's sequence number, and its callback.
+struct Work {
+    /// The [`sync_then`](Store::sync_then) callers to answer: each waiter's write's sequence
+    /// number, and its callback.
     queue: Vec<(u64, Done)>,
+    /// How many times appends asked for the log to be grown or compacted, and how many of those
+    /// asks the thread has acted on: it has maintenance to do while they differ. Counts rather
+    /// than a flag, so that an ask made during maintenance is not lost when that ends.
+    asked: u64,
+    maintained: u64,
     /// Set when the store is dropped: answer what is queued, then exit.
     stop: bool,
 }
@@ -200,6 +257,16 @@ struct Writer {
     keys: Keys,
     /// How many writes (puts and deletes) this store has made: the last one's sequence number.
     written: u64,
+    /// Whether the flusher thread is writing zeros after `allocated`, to grow the file: no
+    /// append writes there until it raises `allocated`.
+    growing: bool,
+    /// `allocated` when an append last asked for a grow. Asked once per length, so a background
+    /// grow that failed is not asked for again until an append grew the file itself.
+    grow_asked_at: u64,
+    /// Whether a compaction is asked for or under way: appends meanwhile do not ask again.
+    compacting: bool,
+    /// A compaction is due only once the log is longer than this: raised after one failed.
+    compact_after: u64,
 }
 
 /// Where each present key's last record is.
@@ -215,6 +282,16 @@ struct Keys {
 struct Slot {
     offset: u64,
     len: u64,
+}
+
+/// A compaction's new log, written and durable but not yet in use.
+struct Compacted {
+    file: File,
+    /// The length of its records.
+    end: u64,
+    /// The file's length.
+    allocated: u64,
+    keys: Keys,
 }
 
 impl Keys {
@@ -256,7 +333,8 @@ impl LogStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Written whole and renamed into place, so a log never lacks its header.
                 // With no space allocated: the first append allocates it.
-                let (file, _, ()) = write_log(&dir, None, |_, _| Ok(()))?;
+                let (file, _, ()) = write_temp(&dir, |_, _| Ok(()))?;
+                commit_temp(&dir, &file)?;
                 sync_dir(&dir)?;
                 file
             }
@@ -271,9 +349,9 @@ impl LogStore {
             "opened the store's log"
         );
         Ok(Self {
-            dir,
-            _lock: lock,
             log: Arc::new(Log {
+                dir,
+                _lock: lock,
                 path,
                 writer: Mutex::new(Writer {
                     file: Arc::new(file),
@@ -281,42 +359,67 @@ impl LogStore {
                     allocated,
                     keys,
                     written: 0,
+                    growing: false,
+                    grow_asked_at: 0,
+                    compacting: false,
+                    compact_after: 0,
                 }),
+                grown: Condvar::new(),
                 synced: AtomicU64::new(0),
                 flushing: Mutex::new(false),
                 flushed: Condvar::new(),
                 failure: OnceLock::new(),
-                waiters: Mutex::default(),
+                work: Mutex::default(),
                 queued: Condvar::new(),
+                compact_min_bytes: COMPACT_MIN_BYTES,
+                preallocate_min_bytes: PREALLOCATE_MIN_BYTES,
                 #[cfg(test)]
                 flushes: AtomicU64::new(0),
                 #[cfg(test)]
                 fail_next_flush: AtomicBool::new(false),
+                #[cfg(test)]
+                inline_grows: AtomicU64::new(0),
+                #[cfg(test)]
+                compactions: AtomicU64::new(0),
+                #[cfg(test)]
+                fail_next_compaction: AtomicBool::new(false),
+                #[cfg(test)]
+                grow_hook: Mutex::new(None),
+                #[cfg(test)]
+                compaction_hook: Mutex::new(None),
             }),
             flusher: Mutex::new(None),
-            compact_min_bytes: COMPACT_MIN_BYTES,
-            preallocate_min_bytes: PREALLOCATE_MIN_BYTES,
             #[cfg(test)]
             fail_next_append: AtomicBool::new(false),
         })
     }
 
-    /// Appends `record` at the end of the log, compacting it first if it is due and growing
-    /// the file if the record does not fit, then lets `apply` record its place in the index;
-    /// returns its token.
+    /// Appends `record` at the end of the log, growing the file first if the record does not
+    /// fit, then lets `apply` record its place in the index, asks the flusher thread for the
+    /// maintenance the log now needs, and returns the record's token. Takes the writer lock
+    /// held since the caller's checks, and releases it.
     fn append(
         &self,
-        writer: &mut Writer,
+        mut writer: MutexGuard<'_, Writer>,
         record: &[u8],
         apply: impl FnOnce(&mut Keys, Slot),
     ) -> Result<SyncToken, StoreError> {
-        if writer.end > self.compact_min_bytes && writer.end > 2 * writer.keys.live_bytes {
-            self.compact(writer)?;
+        let len = record.len() as u64;
+        // Zeros are being written after `allocated`: a record written there now could be
+        // overwritten by them.
+        while writer.growing && writer.end + len > writer.allocated {
+            writer = self
+                .log
+                .grown
+                .wait(writer)
+                .unwrap_or_else(PoisonError::into_inner);
         }
+        // The grow waited for may have failed its flush.
+        self.log.check_usable("append to")?;
         let offset = writer.end;
-        let needed = offset + record.len() as u64;
+        let needed = offset + len;
         if needed > writer.allocated {
-            self.grow(writer, needed)?;
+            self.grow(&mut writer, needed)?;
         }
         if let Err(e) = self.write_record(&writer.file, record, offset) {
             // A partial record left in place would end up before the next one, or before the
@@ -329,19 +432,28 @@ impl LogStore {
             writer.allocated = offset;
             return Err(io_err("append to", &self.log.path)(e));
         }
-        let len = record.len() as u64;
         writer.end += len;
         apply(&mut writer.keys, Slot { offset, len });
         writer.written += 1;
-        Ok(SyncToken::new(writer.written))
+        let token = SyncToken::new(writer.written);
+        let ask = self.log.wants_maintenance(&mut writer);
+        drop(writer);
+        if ask {
+            self.ask_maintenance();
+        }
+        Ok(token)
     }
 
     /// Grows the file to hold at least `needed` bytes, by writing zeros after its end, and
-    /// flushes it, which makes every write so far durable too. A failure to write them leaves
-    /// zeros after the log's end, which a reopen reads as preallocated space; a failure to
-    /// flush them makes the store refuse writes, as for any flush.
+    /// flushes it, which makes every write so far durable too: the fallback for a record that
+    /// does not fit when the flusher thread is not growing the file (see
+    /// [Maintenance](LogStore#maintenance)). A failure to write them leaves zeros after the
+    /// log's end, which a reopen reads as preallocated space; a failure to flush them makes the
+    /// store refuse writes, as for any flush.
     fn grow(&self, writer: &mut Writer, needed: u64) -> Result<(), StoreError> {
-        let allocated = allocation(needed, self.preallocate_min_bytes);
+        #[cfg(test)]
+        self.log.inline_grows.fetch_add(1, Ordering::Relaxed);
+        let allocated = allocation(needed, self.log.preallocate_min_bytes);
         write_zeros(&writer.file, writer.allocated, allocated)
             .map_err(io_err("preallocate", &self.log.path))?;
         if let Err(e) = self.log.flush(&writer.file) {
@@ -349,50 +461,6 @@ impl LogStore {
         }
         writer.allocated = allocated;
         self.log.synced.fetch_max(writer.written, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// Rewrites the log with only its live records, which also makes every write so far
-    /// durable. A failure before the rename leaves the log as it was; after it, only the
-    /// directory's fsync can fail, and the store then refuses writes, since a crash could bring
-    /// back the old log without what is appended to the new one.
-    fn compact(&self, writer: &mut Writer) -> Result<(), StoreError> {
-        let before = writer.end;
-        let old = Arc::clone(&writer.file);
-        let mut live: Vec<(&String, Slot)> =
-            writer.keys.slots.iter().map(|(k, s)| (k, *s)).collect();
-        // In file order, so the old log is read sequentially.
-        live.sort_unstable_by_key(|(_, slot)| slot.offset);
-        let preallocate = Some(self.preallocate_min_bytes);
-        let (file, allocated, slots) = write_log(&self.dir, preallocate, |out, temp| {
-            let mut slots = BTreeMap::new();
-            let mut offset = MAGIC.len() as u64;
-            let mut record = Vec::new();
-            for (key, slot) in live {
-                // Checked on the way: copying a damaged record would hide where it came from.
-                read_live(&old, &self.log.path, key, slot, &mut record)?;
-                out.write_all(&record).map_err(io_err("write", temp))?;
-                slots.insert(key.clone(), Slot { offset, ..slot });
-                offset += slot.len;
-            }
-            Ok(slots)
-        })?;
-        writer.end = MAGIC.len() as u64 + writer.keys.live_bytes;
-        writer.allocated = allocated;
-        writer.file = Arc::new(file);
-        writer.keys.slots = slots;
-        // The rename is only durable once the directory is.
-        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
-            return Err(self.log.fail("fsync directory", &self.dir, e));
-        }
-        self.log.synced.fetch_max(writer.written, Ordering::AcqRel);
-        tracing::info!(
-            path = %self.log.path.display(),
-            before_bytes = before,
-            after_bytes = writer.end,
-            keys = writer.keys.slots.len(),
-            "compacted the store's log"
-        );
         Ok(())
     }
 
@@ -405,6 +473,29 @@ impl LogStore {
             return Err(io::Error::other("injected append failure"));
         }
         file.write_all_at(record, offset)
+    }
+
+    /// Has the flusher thread grow or compact the log, as [`Log::wants_maintenance`] asked,
+    /// starting it if it is not running.
+    fn ask_maintenance(&self) {
+        if let Err(e) = self.start_flusher() {
+            // Appends still grow the file themselves when they need room; a compaction is asked
+            // for again once the log has doubled, as after a failed one.
+            let mut writer = self.log.writer();
+            if writer.compacting {
+                writer.compacting = false;
+                writer.compact_after = 2 * writer.end;
+            }
+            tracing::warn!(
+                path = %self.log.path.display(),
+                error = %e,
+                retry_after_bytes = writer.compact_after,
+                "could not start the store's flusher thread to grow and compact the log"
+            );
+            return;
+        }
+        self.log.work().asked += 1;
+        self.log.queued.notify_one();
     }
 
     /// Starts the flusher thread, unless it runs already.
@@ -424,14 +515,14 @@ impl LogStore {
 
 impl Log {
     fn writer(&self) -> MutexGuard<'_, Writer> {
-        // Appends and compactions change the writer only once their I/O has succeeded, in
-        // statements that do not panic, so a panic elsewhere cannot leave it half-updated.
+        // Appends, grows and compactions change the writer only once their I/O has succeeded,
+        // in statements that do not panic, so a panic elsewhere cannot leave it half-updated.
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn waiters(&self) -> MutexGuard<'_, Waiters> {
-        // Only pushed to and taken whole, so a panic cannot leave it half-updated.
-        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
+    fn work(&self) -> MutexGuard<'_, Work> {
+        // Only counted, pushed to and taken whole, so a panic cannot leave it half-updated.
+        self.work.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Fails if an earlier failure made the store refuse writes.
@@ -530,50 +621,363 @@ impl Log {
     }
 
     /// The flusher thread: takes every queued waiter at once, syncs once up to the latest of
-    /// their writes, answers them all, and repeats, so waiters queued during a flush share the
-    /// next one. Exits once told to stop, after answering everything queued by then.
+    /// their writes, answers them all, then grows or compacts the log if appends asked for it,
+    /// and repeats, so waiters queued meanwhile share the next flush. Exits once told to stop,
+    /// after answering everything queued by then.
     fn run_flusher(&self) {
         loop {
-            let (batch, stop) = {
-                let mut waiters = self.waiters();
-                while waiters.queue.is_empty() && !waiters.stop {
-                    waiters = self
+            let (batch, asked, stop) = {
+                let mut work = self.work();
+                while work.queue.is_empty() && work.asked == work.maintained && !work.stop {
+                    work = self
                         .queued
-                        .wait(waiters)
+                        .wait(work)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
-                (mem::take(&mut waiters.queue), waiters.stop)
+                let asked = (work.asked != work.maintained).then_some(work.asked);
+                (mem::take(&mut work.queue), asked, work.stop)
             };
-            if let Some(target) = batch.iter().map(|&(sequence, _)| sequence).max() {
-                let result = self.sync(SyncToken::new(target));
-                let failed = result.is_err();
-                let mut first = Some(result);
-                for (_, done) in batch {
-                    let result = match first.take() {
-                        Some(result) => result,
-                        // `StoreError` is not `Clone`: the other waiters get the refusal the
-                        // failure left behind, which names it (every error `sync` returns
-                        // leaves `failure` set).
-                        None if failed => self.check_usable("fdatasync"),
-                        None => Ok(()),
-                    };
-                    // Caught, because unwinding would end this thread and leave every later
-                    // waiter unanswered.
-                    if panic::catch_unwind(AssertUnwindSafe(|| done(result))).is_err() {
-                        tracing::error!(
-                            path = %self.path.display(),
-                            "a sync_then callback panicked; the store's flusher thread goes on"
-                        );
-                    }
-                }
-            }
+            self.answer(batch);
             if stop {
                 return;
             }
+            // A callback may have dropped the store: then the next round answers and exits.
+            if let Some(asked) = asked
+                && !self.work().stop
+            {
+                self.maintain();
+                self.work().maintained = asked;
+            }
+        }
+    }
+
+    /// Syncs once up to the latest write of the waiters in `batch` and answers them all.
+    fn answer(&self, batch: Vec<(u64, Done)>) {
+        let Some(target) = batch.iter().map(|&(sequence, _)| sequence).max() else {
+            return;
+        };
+        let result = self.sync(SyncToken::new(target));
+        let failed = result.is_err();
+        let mut first = Some(result);
+        for (_, done) in batch {
+            let result = match first.take() {
+                Some(result) => result,
+                // `StoreError` is not `Clone`: the other waiters get the refusal the failure
+                // left behind, which names it (every error `sync` returns leaves `failure` set).
+                None if failed => self.check_usable("fdatasync"),
+                None => Ok(()),
+            };
+            // Caught, because unwinding would end this thread and leave every later waiter
+            // unanswered.
+            if panic::catch_unwind(AssertUnwindSafe(|| done(result))).is_err() {
+                tracing::error!(
+                    path = %self.path.display(),
+                    "a sync_then callback panicked; the store's flusher thread goes on"
+                );
+            }
+        }
+    }
+
+    /// Answers the waiters queued now, from the middle of a compaction, so that they do not
+    /// wait for all of it.
+    fn answer_queued(&self) {
+        let batch = mem::take(&mut self.work().queue);
+        self.answer(batch);
+    }
+
+    /// Whether the log in `writer`, just appended to, should be grown or compacted by the
+    /// flusher thread. Records the ask, so that the appends after it do not repeat it.
+    fn wants_maintenance(&self, writer: &mut Writer) -> bool {
+        let grow = !writer.growing
+            && writer.grow_asked_at != writer.allocated
+            && self.short_of_room(writer);
+        if grow {
+            writer.grow_asked_at = writer.allocated;
+        }
+        let compact = !writer.compacting && self.compaction_due(writer);
+        if compact {
+            writer.compacting = true;
+        }
+        grow || compact
+    }
+
+    /// Whether the space left after the log is less than half of what the next grow adds:
+    /// grown then, it is ready before appends at the usual pace run out of it.
+    fn short_of_room(&self, writer: &Writer) -> bool {
+        let chunk = allocation(writer.allocated, self.preallocate_min_bytes) - writer.allocated;
+        writer.allocated - writer.end < chunk / 2
+    }
+
+    fn compaction_due(&self, writer: &Writer) -> bool {
+        writer.end > self.compact_min_bytes.max(writer.compact_after)
+            && writer.end > 2 * writer.keys.live_bytes
+    }
+
+    /// The flusher thread's maintenance: grows the log if it is short of room, first, since
+    /// appends may soon wait for that, then compacts it if that was asked for.
+    fn maintain(&self) {
+        self.grow_ahead();
+        self.compact();
+    }
+
+    /// Grows the file by a chunk ahead of the appends, if they are short of room: claims the
+    /// chunk under the writer lock, writes its zeros and flushes them without it, then hands it
+    /// to the appends and wakes those waiting for it. The failures are an inline grow's: a
+    /// failed flush makes the store refuse writes; zeros not all written stay after the log's
+    /// end, preallocated space to a reopen, and appends grow the file themselves when they run
+    /// out of room. Waiters are not answered meanwhile: a callback that appends would wait for
+    /// this very grow.
+    fn grow_ahead(&self) {
+        let (file, from, to) = {
+            let mut writer = self.writer();
+            if writer.growing || !self.short_of_room(&writer) {
+                return;
+            }
+            let to = allocation(writer.allocated, self.preallocate_min_bytes);
+            writer.growing = true;
+            (Arc::clone(&writer.file), writer.allocated, to)
+        };
+        #[cfg(test)]
+        {
+            let hook = self.grow_hook.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        let grown = match write_zeros(&file, from, to) {
+            Ok(()) => {
+                // Everything written by now is in the file flushed, since only this thread
+                // replaces it.
+                let written = self.writer().written;
+                match self.flush(&file) {
+                    Ok(()) => {
+                        self.synced.fetch_max(written, Ordering::AcqRel);
+                        true
+                    }
+                    Err(e) => {
+                        self.fail("fdatasync", &self.path, e);
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    path = %self.path.display(),
+                    from,
+                    to,
+                    error = %e,
+                    "could not grow the store's log ahead of its appends; they grow it when \
+                     they need room"
+                );
+                false
+            }
+        };
+        let mut writer = self.writer();
+        writer.growing = false;
+        // A failed append truncates the file to the log's end, and lowers `allocated` with it:
+        // the zeros may then not all be there.
+        if grown && Arc::ptr_eq(&writer.file, &file) && writer.allocated == from {
+            writer.allocated = to;
+        }
+        drop(writer);
+        self.grown.notify_all();
+    }
+
+    /// Rewrites the log with only its live records, if an append asked for it, keeping the
+    /// appends made meanwhile (see [Compaction](LogStore#compaction)): copies the live records
+    /// of a snapshot of the index without the writer lock, then under it swaps in the new log.
+    fn compact(&self) {
+        let (old, mut live, from) = {
+            let writer = self.writer();
+            if !writer.compacting {
+                return;
+            }
+            let live: Vec<Slot> = writer.keys.slots.values().copied().collect();
+            (Arc::clone(&writer.file), live, writer.end)
+        };
+        #[cfg(test)]
+        {
+            let hook = self.compaction_hook.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        // In file order, so the old log is read sequentially.
+        live.sort_unstable_by_key(|slot| slot.offset);
+        let compacted = self.write_compacted(&old, &live);
+        let mut writer = self.writer();
+        writer.compacting = false;
+        let before = writer.end;
+        match compacted.and_then(|new| self.swap_in(&mut writer, &old, from, new)) {
+            Ok(()) => {
+                #[cfg(test)]
+                self.compactions.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    path = %self.path.display(),
+                    before_bytes = before,
+                    after_bytes = writer.end,
+                    appended_meanwhile_bytes = before - from,
+                    keys = writer.keys.slots.len(),
+                    "compacted the store's log"
+                );
+            }
+            Err(e) => {
+                let _ = fs::remove_file(self.dir.join(COMPACT_FILE));
+                writer.compact_after = 2 * writer.end;
+                tracing::warn!(
+                    path = %self.path.display(),
+                    error = %e,
+                    bytes = writer.end,
+                    live_bytes = writer.keys.live_bytes,
+                    retry_after_bytes = writer.compact_after,
+                    "could not compact the store's log; it stays in use as it was"
+                );
+            }
+        }
+    }
+
+    /// Writes the records at `live` (in file order) of the log `old` to the temp file, each
+    /// checked, then zeros after them as for a growth, and makes it durable: the part of a
+    /// compaction that needs no lock, since records are never overwritten. Answers the queued
+    /// waiters now and then, so they do not wait for all of it.
+    fn write_compacted(&self, old: &File, live: &[Slot]) -> Result<Compacted, StoreError> {
+        let (file, end, keys) = write_temp(&self.dir, |out, temp| {
+            #[cfg(test)]
+            if self.fail_next_compaction.swap(false, Ordering::Relaxed) {
+                return Err(io_err("write", temp)(io::Error::other(
+                    "injected compaction failure",
+                )));
+            }
+            let mut keys = Keys::default();
+            let mut offset = MAGIC.len() as u64;
+            let mut record = Vec::new();
+            let mut unanswered = 0;
+            for &slot in live {
+                // Checked on the way: copying a damaged record would hide where it came from.
+                let (key, _) = read_live(old, &self.path, None, slot, &mut record)?;
+                keys.put(key, Slot { offset, ..slot });
+                out.write_all(&record).map_err(io_err("write", temp))?;
+                offset += slot.len;
+                unanswered += slot.len;
+                if unanswered >= IO_BUFFER as u64 {
+                    unanswered = 0;
+                    self.answer_queued();
+                }
+            }
+            Ok(keys)
+        })?;
+        let temp = self.dir.join(COMPACT_FILE);
+        let allocated = allocation(end, self.preallocate_min_bytes);
+        write_zeros(&file, end, allocated).map_err(io_err("preallocate", &temp))?;
+        // Here, without the lock, so that the sync under it writes only what was appended since.
+        file.sync_data().map_err(io_err("fdatasync", &temp))?;
+        Ok(Compacted {
+            file,
+            end,
+            allocated,
+            keys,
+        })
+    }
+
+    /// Completes a compaction under the writer lock: copies the records appended to `old`
+    /// since `from`, in order, to the end of the new log, applying them to its index, makes it
+    /// durable, renames it over `log` and puts it in use. Fails, leaving the old log in use, only
+    /// before the rename; after it, a failed fsync of the directory makes the store refuse
+    /// writes, since a crash could bring back the old log without what is appended to the new.
+    fn swap_in(
+        &self,
+        writer: &mut Writer,
+        old: &File,
+        from: u64,
+        mut new: Compacted,
+    ) -> Result<(), StoreError> {
+        let temp = self.dir.join(COMPACT_FILE);
+        // Held in memory: what was appended during the compaction, usually little.
+        let mut tail = vec![0; (writer.end - from) as usize];
+        old.read_exact_at(&mut tail, from)
+            .map_err(io_err("read", &self.path))?;
+        let mut offset = new.end;
+        let mut rest = &tail[..];
+        while !rest.is_empty() {
+            let size = rest
+                .get(..4)
+                .map(|len| {
+                    (4 + CRC_LEN) as u64
+                        + u64::from(u32::from_le_bytes(len.try_into().expect("4 bytes")))
+                })
+                .filter(|&size| size >= MIN_RECORD as u64);
+            let Some(record) = size.and_then(|size| rest.get(..size as usize)) else {
+                return Err(self.appended_corrupt(from + (tail.len() - rest.len()) as u64));
+            };
+            let slot = Slot {
+                offset,
+                len: record.len() as u64,
+            };
+            match decode(record) {
+                Ok(Record::Put { key, .. }) => new.keys.put(key, slot),
+                Ok(Record::Delete { key }) => new.keys.delete(key),
+                Err(_) => {
+                    return Err(self.appended_corrupt(from + (tail.len() - rest.len()) as u64));
+                }
+            }
+            offset += slot.len;
+            rest = &rest[record.len()..];
+        }
+        // The snapshot and the records after it must make up the index exactly: a compaction
+        // that lost a key would lose it for good.
+        if new.keys.slots.len() != writer.keys.slots.len()
+            || new.keys.live_bytes != writer.keys.live_bytes
+        {
+            return Err(StoreError::Corrupt {
+                path: temp,
+                reason: format!(
+                    "the compacted log indexes {} keys in {} bytes where the log has {} in {}",
+                    new.keys.slots.len(),
+                    new.keys.live_bytes,
+                    writer.keys.slots.len(),
+                    writer.keys.live_bytes
+                ),
+            });
+        }
+        if offset > new.allocated {
+            // More was appended meanwhile than the space allocated after the live records.
+            let allocated = allocation(offset, self.preallocate_min_bytes);
+            write_zeros(&new.file, new.allocated, allocated)
+                .map_err(io_err("preallocate", &temp))?;
+            new.allocated = allocated;
+        }
+        new.file
+            .write_all_at(&tail, new.end)
+            .map_err(io_err("write", &temp))?;
+        commit_temp(&self.dir, &new.file)?;
+        writer.file = Arc::new(new.file);
+        writer.end = offset;
+        writer.allocated = new.allocated;
+        writer.keys = new.keys;
+        // The rename is only durable once the directory is. The new log is in use either way:
+        // a failure is logged, and the store refuses writes from now on.
+        match File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            Ok(()) => {
+                self.synced.fetch_max(writer.written, Ordering::AcqRel);
+            }
+            Err(e) => {
+                self.fail("fsync directory", &self.dir, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a record appended during a compaction, at `offset` of the log, that does
+    /// not read back as a record.
+    fn appended_corrupt(&self, offset: u64) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            reason: format!(
+                "the record at offset {offset}, appended during a compaction, does not read back"
+            ),
         }
     }
 }
-
 impl Store for LogStore {
     fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         // A snapshot: the records it points to are never overwritten, so writes can continue
@@ -585,7 +989,8 @@ impl Store for LogStore {
         let mut entries = Vec::with_capacity(keys.slots.len());
         let mut record = Vec::new();
         for (key, slot) in keys.slots {
-            let value = read_live(&file, &self.log.path, &key, slot, &mut record)?.to_vec();
+            let (_, value) = read_live(&file, &self.log.path, Some(&key), slot, &mut record)?;
+            let value = value.to_vec();
             entries.push((key, value));
         }
         Ok(entries)
@@ -600,9 +1005,9 @@ impl Store for LogStore {
         self.log.check_usable("append to")?;
         let record = encode(KIND_DELETE, key, &[], &self.log.path)?;
         let token = {
-            let mut writer = self.log.writer();
+            let writer = self.log.writer();
             if writer.keys.slots.contains_key(key) {
-                self.append(&mut writer, &record, |keys, _| keys.delete(key))?
+                self.append(writer, &record, |keys, _| keys.delete(key))?
             } else {
                 // Already absent, but possibly by a delete that another caller is still
                 // flushing: wait for everything written so far, as for a delete of our own.
@@ -616,8 +1021,8 @@ impl Store for LogStore {
         self.log.check_usable("append to")?;
         // Encoded before taking the lock, which is held only for the write.
         let record = encode(KIND_PUT, key, value, &self.log.path)?;
-        let mut writer = self.log.writer();
-        self.append(&mut writer, &record, |keys, slot| keys.put(key, slot))
+        let writer = self.log.writer();
+        self.append(writer, &record, |keys, slot| keys.put(key, slot))
     }
 
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
@@ -640,13 +1045,14 @@ impl Store for LogStore {
         if let Err(e) = self.start_flusher() {
             return done(Err(e));
         }
-        self.log.waiters().queue.push((token.sequence(), done));
+        self.log.work().queue.push((token.sequence(), done));
         self.log.queued.notify_one();
     }
 }
 
-/// Stops the flusher thread, which first flushes for the waiters still queued and answers them
-/// with the result: a `put_unsynced` write that succeeded is not failed for the store's drop.
+/// Stops the flusher thread, which first finishes the grow or compaction under way (it starts
+/// no other), then flushes for the waiters still queued and answers them with the result: a
+/// `put_unsynced` write that succeeded is not failed for the store's drop.
 impl Drop for LogStore {
     fn drop(&mut self) {
         let flusher = self
@@ -657,10 +1063,11 @@ impl Drop for LogStore {
         let Some(flusher) = flusher else {
             return;
         };
-        self.log.waiters().stop = true;
+        self.log.work().stop = true;
         self.log.queued.notify_one();
         // A callback holding the last handle to the store drops it on the flusher thread, which
-        // cannot join itself: it exits on its own once it has answered its batch. Otherwise the
+        // cannot join itself: it exits on its own once it has finished the compaction it may be
+        // in and answered its batch, and releases the directory's lock then. Otherwise the
         // join returns once every queued waiter is answered; the thread catches the callbacks'
         // panics, so there is none to pass on.
         if flusher.thread().id() != thread::current().id() {
@@ -929,24 +1336,27 @@ fn find_record(file: &File, from: u64, starts_before: u64, end: u64) -> io::Resu
     Ok(None)
 }
 
-/// Reads the record of `key`, which the index puts at `slot`, from the log `file` at `path` into
-/// `record`, checks it, and returns its value.
+/// Reads the record at `slot` of the log `file` at `path` into `record`, checks that it is a
+/// put, of `key` if the index says which, and returns its key and value.
 fn read_live<'r>(
     file: &File,
     path: &Path,
-    key: &str,
+    key: Option<&str>,
     slot: Slot,
     record: &'r mut Vec<u8>,
-) -> Result<&'r [u8], StoreError> {
+) -> Result<(&'r str, &'r [u8]), StoreError> {
     // The record was in memory when it was written or replayed, so its size fits.
     record.resize(slot.len as usize, 0);
     file.read_exact_at(record, slot.offset)
         .map_err(io_err("read", path))?;
     let record: &'r [u8] = record;
+    let of_key = key.map_or_else(String::new, |key| format!(" of {key:?}"));
     let reason = match decode(record) {
-        Ok(Record::Put { key: found, value }) if found == key => return Ok(value),
-        Ok(_) => format!("it is not the put of {key:?} the index expects"),
-        Err(Damage::Checksum) => format!("its checksum (key {key:?}) no longer matches"),
+        Ok(Record::Put { key: found, value }) if key.is_none_or(|key| key == found) => {
+            return Ok((found, value));
+        }
+        Ok(_) => format!("it is not the put{of_key} the index expects"),
+        Err(Damage::Checksum) => format!("the checksum of the put{of_key} no longer matches"),
         Err(Damage::Invalid(why)) => why,
     };
     Err(StoreError::Corrupt {
@@ -958,14 +1368,10 @@ fn read_live<'r>(
     })
 }
 
-/// Writes a new log into the temp file (its header, then what `fill` writes, then with
-/// `preallocate`, zeros as [`allocation`] says given that least chunk), makes it durable and
-/// renames it over `log`; returns the open file, its length and `fill`'s result. The caller
-/// makes the rename durable. A failure before the rename removes the temp file and leaves the
-/// log as it was.
-fn write_log<T>(
+/// Writes a new log into the temp file: its header, then what `fill` writes; returns the open
+/// file, its length and `fill`'s result. A failure removes the temp file.
+fn write_temp<T>(
     dir: &Path,
-    preallocate: Option<u64>,
     fill: impl FnOnce(&mut BufWriter<&File>, &Path) -> Result<T, StoreError>,
 ) -> Result<(File, u64, T), StoreError> {
     let temp = dir.join(COMPACT_FILE);
@@ -983,29 +1389,31 @@ fn write_log<T>(
         out.flush().map_err(io_err("write", &temp))?;
         let end = out.stream_position().map_err(io_err("write", &temp))?;
         drop(out);
-        let len = match preallocate {
-            None => end,
-            Some(min_bytes) => {
-                let len = allocation(end, min_bytes);
-                write_zeros(&file, end, len).map_err(io_err("preallocate", &temp))?;
-                len
-            }
-        };
-        // The data must be on disk before the rename can be: otherwise a power cut could
-        // leave `log` naming an empty or partial file.
-        file.sync_all().map_err(io_err("fsync", &temp))?;
-        Ok((file, len, filled))
+        Ok((file, end, filled))
     })();
     if written.is_err() {
         let _ = fs::remove_file(&temp);
-        return written;
-    }
-    let log = dir.join(LOG_FILE);
-    if let Err(e) = fs::rename(&temp, &log) {
-        let _ = fs::remove_file(&temp);
-        return Err(io_err("rename into place", &log)(e));
     }
     written
+}
+
+/// Makes the temp file, open as `file`, durable and renames it over `log`. The caller makes the
+/// rename durable. A failure removes the temp file and leaves the log as it was.
+fn commit_temp(dir: &Path, file: &File) -> Result<(), StoreError> {
+    let temp = dir.join(COMPACT_FILE);
+    // The data must be on disk before the rename can be: otherwise a power cut could leave
+    // `log` naming an empty or partial file.
+    let committed = file
+        .sync_all()
+        .map_err(io_err("fsync", &temp))
+        .and_then(|()| {
+            let log = dir.join(LOG_FILE);
+            fs::rename(&temp, &log).map_err(io_err("rename into place", &log))
+        });
+    if committed.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    committed
 }
 
 /// The file length to allocate for a log of `needed` bytes: an eighth more, at least
@@ -1070,6 +1478,7 @@ fn remove_leftover_compaction(dir: &Path) -> Result<(), StoreError> {
 mod tests {
     use std::sync::Barrier;
     use std::sync::mpsc;
+    use std::time::Duration;
 
     use super::*;
 
@@ -1097,6 +1506,32 @@ mod tests {
 
     fn flushes(store: &LogStore) -> u64 {
         store.log.flushes.load(Ordering::Relaxed)
+    }
+
+    fn inline_grows(store: &LogStore) -> u64 {
+        store.log.inline_grows.load(Ordering::Relaxed)
+    }
+
+    fn compactions(store: &LogStore) -> u64 {
+        store.log.compactions.load(Ordering::Relaxed)
+    }
+
+    /// The store's sizes and test hooks, which can change until its flusher thread starts.
+    fn tune(store: &mut LogStore) -> &mut Log {
+        Arc::get_mut(&mut store.log).expect("the flusher thread has not started")
+    }
+
+    /// Waits until the flusher thread has done the maintenance asked of it so far.
+    fn settle(store: &LogStore) {
+        loop {
+            {
+                let work = store.log.work();
+                if work.asked == work.maintained {
+                    return;
+                }
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// The error of opening `dir`, which must be a corrupt log; its message.
@@ -1199,7 +1634,7 @@ mod tests {
     fn compaction_shrinks_the_log_and_keeps_the_latest_values() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        store.compact_min_bytes = 64 << 10;
+        tune(&mut store).compact_min_bytes = 64 << 10;
         let value = |key: usize, round: usize| vec![(key * 31 + round) as u8; 1000];
         let mut token = SyncToken::DURABLE;
         for round in 0..100 {
@@ -1207,6 +1642,8 @@ mod tests {
                 token = store
                     .put_unsynced(&format!("group/{key}"), &value(key, round))
                     .unwrap();
+                // Each compaction as soon as it is due, so the log's size below is exact.
+                settle(&store);
             }
         }
         // The early puts were made durable by a compaction: syncing one flushes nothing.
@@ -1215,6 +1652,8 @@ mod tests {
         assert_eq!(flushes(&store), before);
         store.sync(token).unwrap();
         store.delete("group/9").unwrap();
+        settle(&store);
+        assert!(compactions(&store) > 1);
 
         // The last compaction rewrote at most 64 KiB (plus its trigger's slack) of 10 keys.
         let len = log_end(&store);
@@ -1246,35 +1685,39 @@ mod tests {
     fn compaction_counts_the_records_not_the_preallocated_space() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        store.compact_min_bytes = 64 << 10;
+        tune(&mut store).compact_min_bytes = 64 << 10;
         let key = |key: usize| format!("group/{:02}", key % 100);
         // 100 keys: a log of 100 kB, all live, in a file of over 1 MiB.
         for k in 0..100 {
             store.put_unsynced(&key(k), &[1; 1000]).unwrap();
         }
         let live = log_end(&store);
-        assert!(live > store.compact_min_bytes, "{live}");
+        assert!(live > store.log.compact_min_bytes, "{live}");
         assert!(log_len(dir.path()) > 2 * live, "{}", log_len(dir.path()));
 
-        // Overwrites of the same size, until one compacts first.
+        // Overwrites of the same size, each followed by the compaction it may have asked for,
+        // until one was.
         let mut end = live;
         for k in 0.. {
             store.put_unsynced(&key(k), &[2; 1000]).unwrap();
+            settle(&store);
             if log_end(&store) < end {
                 break;
             }
             end = log_end(&store);
         }
         let live_records = live - MAGIC.len() as u64;
+        let record = live_records / 100;
+        // The append that asked took the records past twice the live ones, and none before.
         assert!(
-            end > 2 * live_records,
-            "compacted at {end} bytes, {live} live"
+            end <= 2 * live_records && end + record > 2 * live_records,
+            "compacted after {end} bytes, {live} live"
         );
-        // The live records, then the one whose append compacted.
-        assert_eq!(log_end(&store), live + live_records / 100);
+        // The live records, the last overwrite's among them.
+        assert_eq!(log_end(&store), live);
         assert_eq!(
             log_len(dir.path()),
-            allocation(live, store.preallocate_min_bytes)
+            allocation(live, store.log.preallocate_min_bytes)
         );
         let loaded = store.load_all().unwrap();
         assert_eq!(loaded.len(), 100);
@@ -1319,13 +1762,15 @@ mod tests {
     fn log_grows_in_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        store.preallocate_min_bytes = PREALLOCATE_ALIGN;
+        tune(&mut store).preallocate_min_bytes = PREALLOCATE_ALIGN;
         let mut lengths = vec![log_len(dir.path())];
         for i in 0..100 {
             let flushed = flushes(&store);
             store
                 .put_unsynced(&format!("group/{i:03}"), &[i as u8; 1000])
                 .unwrap();
+            // Including the grow it may have asked of the flusher thread.
+            settle(&store);
             let len = log_len(dir.path());
             assert!(log_end(&store) < len, "record {i}");
             assert_eq!(len % PREALLOCATE_ALIGN, 0, "record {i}");
@@ -1346,6 +1791,261 @@ mod tests {
         assert_eq!(store.load_all().unwrap(), loaded);
         assert_eq!(log_end(&store), end);
         assert_eq!(log_len(dir.path()), bytes.len() as u64);
+    }
+
+    /// A stream of durable appends past many chunks finds the room grown ahead by the flusher
+    /// thread, never growing the log itself after the first append to the new log, and a
+    /// reopen sees every value.
+    #[test]
+    fn log_grows_ahead_on_the_flusher_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        tune(&mut store).preallocate_min_bytes = 32 << 10;
+        // Nothing is allocated ahead of the first append.
+        store.put("first", b"").unwrap();
+        assert_eq!(inline_grows(&store), 1);
+        let first_len = log_len(dir.path());
+        let value = |i: usize| vec![i as u8; 1000];
+        for i in 0..600 {
+            store.put(&format!("group/{i:03}"), &value(i)).unwrap();
+        }
+        settle(&store);
+        assert_eq!(inline_grows(&store), 1);
+        let len = log_len(dir.path());
+        assert!(len > 10 * first_len, "{len} bytes from {first_len}");
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.len(), 601);
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.load_all().unwrap(), loaded);
+        let written: Vec<_> = (0..600)
+            .map(|i| entry(&format!("group/{i:03}"), &value(i)))
+            .collect();
+        assert_eq!(loaded[1..], written);
+    }
+
+    /// An append that needs room while the flusher thread is writing the next chunk's zeros
+    /// waits for them, rather than write there or grow the log itself, then lands right after
+    /// the log's last record.
+    #[test]
+    fn append_waits_for_a_background_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let (claimed_tx, claimed) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let log = tune(&mut store);
+        log.preallocate_min_bytes = 64 << 10;
+        *log.grow_hook.get_mut().unwrap() = Some(Box::new(move || {
+            claimed_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        }));
+        let mut count = 0;
+        while claimed.try_recv().is_err() {
+            store.put(&format!("group/{count:03}"), &[1; 1000]).unwrap();
+            count += 1;
+        }
+        let (end, allocated) = {
+            let writer = store.log.writer();
+            assert!(writer.growing);
+            (writer.end, writer.allocated)
+        };
+        // One byte more than the room left.
+        let value = vec![7; (allocated - end) as usize - HEAD_LEN - "big".len() - CRC_LEN + 1];
+        let record = encode(KIND_PUT, "big", &value, Path::new("log")).unwrap();
+        assert_eq!(end + record.len() as u64, allocated + 1);
+        let (appended_tx, appended) = mpsc::channel();
+        thread::scope(|scope| {
+            let store = &store;
+            let value = &value;
+            scope.spawn(move || {
+                store.put_unsynced("big", value).unwrap();
+                appended_tx.send(()).unwrap();
+            });
+            let waited = appended.recv_timeout(Duration::from_millis(100));
+            assert!(waited.is_err(), "the append did not wait for the grow");
+            assert_eq!(log_end(store), end);
+            release.send(()).unwrap();
+            appended.recv().unwrap();
+        });
+        assert_eq!(inline_grows(&store), 1);
+        assert_eq!(log_end(&store), end + record.len() as u64);
+        let bytes = fs::read(log_path(dir.path())).unwrap();
+        assert_eq!(bytes[end as usize..][..record.len()], record);
+        assert!(
+            bytes[(end as usize + record.len())..]
+                .iter()
+                .all(|&b| b == 0)
+        );
+        settle(&store);
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.len(), count + 1);
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap(), loaded);
+    }
+
+    /// Puts, overwrites and deletes made while a compaction copies its snapshot (held there by a
+    /// hook) are carried, in order, into the compacted log: the store and a reopen see each
+    /// key's last value, and the log shrank.
+    #[test]
+    fn appends_during_a_compaction_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let log = tune(&mut store);
+        log.compact_min_bytes = 16 << 10;
+        *log.compaction_hook.get_mut().unwrap() = Some(Box::new(move || {
+            entered_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        }));
+        let mut expected: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut put = |key: &str, value: Vec<u8>| {
+            store.put(key, &value).unwrap();
+            expected.insert(key.to_owned(), value);
+        };
+        let mut round = 0;
+        while entered.try_recv().is_err() {
+            for key in 0..10 {
+                put(&format!("group/{key}"), vec![round; 1000]);
+            }
+            round += 1;
+        }
+        let before = log_end(&store);
+        put("group/0", b"overwritten during".to_vec());
+        put("group/2", b"first".to_vec());
+        put("group/2", b"second".to_vec());
+        put("group/3", b"re-put".to_vec());
+        put("new", b"added during".to_vec());
+        store.delete("group/1").unwrap();
+        store.delete("group/3").unwrap();
+        store.put("group/3", b"after its delete").unwrap();
+        store.delete("new").unwrap();
+        expected.remove("group/1");
+        expected.insert("group/3".to_owned(), b"after its delete".to_vec());
+        expected.remove("new");
+        release.send(()).unwrap();
+        settle(&store);
+        assert_eq!(compactions(&store), 1);
+        assert!(log_end(&store) < before, "{} of {before}", log_end(&store));
+        assert_eq!(store.load_all().unwrap(), Vec::from_iter(expected.clone()));
+        store.put("group/4", b"after").unwrap();
+        expected.insert("group/4".to_owned(), b"after".to_vec());
+        drop(store);
+        let loaded = open(dir.path()).load_all().unwrap();
+        assert_eq!(loaded, Vec::from_iter(expected));
+    }
+
+    /// Threads putting, overwriting and deleting while compactions (and grows) run on the
+    /// flusher thread leave every key with exactly its last value, in the store and after a
+    /// reopen, in a log that compactions kept small.
+    #[test]
+    fn writes_concurrent_with_compactions_keep_their_last_values() {
+        const WRITERS: usize = 4;
+        const OPS: usize = 500;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let log = tune(&mut store);
+        log.compact_min_bytes = 16 << 10;
+        log.preallocate_min_bytes = PREALLOCATE_ALIGN;
+        // The first compaction is slowed, so that writes certainly land during one.
+        *log.compaction_hook.get_mut().unwrap() =
+            Some(Box::new(|| thread::sleep(Duration::from_millis(20))));
+        let start = Barrier::new(WRITERS);
+        let written = AtomicU64::new(0);
+        let expected: BTreeMap<String, Vec<u8>> = thread::scope(|scope| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|t| {
+                    let (store, start, written) = (&store, &start, &written);
+                    scope.spawn(move || {
+                        let mut last = BTreeMap::new();
+                        start.wait();
+                        for i in 0..OPS {
+                            let key = format!("t{t}/{}", i % 10);
+                            if i % 7 == 6 {
+                                store.delete(&key).unwrap();
+                                last.remove(&key);
+                            } else {
+                                let value = format!("{t}/{i};").repeat(40).into_bytes();
+                                store.put(&key, &value).unwrap();
+                                let len = HEAD_LEN + key.len() + value.len() + CRC_LEN;
+                                written.fetch_add(len as u64, Ordering::Relaxed);
+                                last.insert(key, value);
+                            }
+                        }
+                        last
+                    })
+                })
+                .collect();
+            writers
+                .into_iter()
+                .flat_map(|writer| writer.join().unwrap())
+                .collect()
+        });
+        settle(&store);
+        assert!(compactions(&store) > 1, "{}", compactions(&store));
+        let written = written.into_inner();
+        assert!(
+            log_end(&store) < written / 4,
+            "a log of {} bytes after {written} bytes of puts",
+            log_end(&store)
+        );
+        let expected: Vec<_> = expected.into_iter().collect();
+        assert_eq!(store.load_all().unwrap(), expected);
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap(), expected);
+    }
+
+    /// A compaction that fails before its rename (writing `log.compact`) leaves the log in use,
+    /// every value intact and no temp file; the store takes writes, and compacts again only
+    /// once the log has doubled.
+    #[test]
+    fn failed_compaction_leaves_the_log_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let log = tune(&mut store);
+        log.compact_min_bytes = 16 << 10;
+        log.fail_next_compaction.store(true, Ordering::Relaxed);
+        let key = |i: usize| format!("group/{}", i % 10);
+        let value = |i: usize| vec![(i % 251) as u8; 1000];
+        let overwrite = |i: usize| {
+            store.put(&key(i), &value(i)).unwrap();
+            settle(&store);
+        };
+        let mut i = 0;
+        let mut failed_at = 0;
+        while failed_at == 0 {
+            overwrite(i);
+            i += 1;
+            failed_at = store.log.writer().compact_after / 2;
+        }
+        assert_eq!(compactions(&store), 0);
+        assert!(!dir.path().join(COMPACT_FILE).exists());
+        let expected = |written: usize| -> Vec<_> {
+            (written - 10..written)
+                .map(|i| (key(i), value(i)))
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(store.load_all().unwrap(), expected(i));
+
+        // Each overwrite adds a record of this size.
+        let record = (HEAD_LEN + key(0).len() + value(0).len() + CRC_LEN) as u64;
+        let mut end = log_end(&store);
+        while compactions(&store) == 0 {
+            assert!(end <= 2 * failed_at, "not compacted at {end} bytes");
+            end = log_end(&store);
+            overwrite(i);
+            i += 1;
+        }
+        // The overwrite that asked took the log past twice its length at the failure.
+        assert!(
+            end + record > 2 * failed_at,
+            "compacted after {end} bytes, failed at {failed_at}"
+        );
+        assert_eq!(store.load_all().unwrap(), expected(i));
+        drop(store);
+        assert_eq!(open(dir.path()).load_all().unwrap(), expected(i));
     }
 
     /// The temp file of an interrupted compaction is removed on open and never read.
@@ -1551,27 +2251,36 @@ mod tests {
         open(dir.path());
     }
 
-    /// Writes from 8 threads, each synced after the write, all survive a reopen, and the
-    /// threads shared flushes.
-    #[test]
-    fn concurrent_writers_share_flushes() {
-        const THREADS: usize = 8;
-        const WRITES: usize = 200;
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
+    const THREADS: usize = 8;
+    const WRITES: usize = 200;
+
+    /// Writes `t{t}/{i}`, `WRITES` values of `value_len` bytes `t`, from each of `THREADS`
+    /// threads started together, each thread passing each write's token to `wait`.
+    fn write_from_threads(store: &LogStore, value_len: usize, wait: impl Fn(SyncToken) + Sync) {
+        let start = Barrier::new(THREADS);
         thread::scope(|scope| {
             for t in 0..THREADS {
-                let store = &store;
+                let (start, wait) = (&start, &wait);
                 scope.spawn(move || {
+                    start.wait();
                     for i in 0..WRITES {
                         let token = store
-                            .put_unsynced(&format!("t{t}/{i:03}"), &[t as u8; 2000])
+                            .put_unsynced(&format!("t{t}/{i:03}"), &vec![t as u8; value_len])
                             .unwrap();
-                        store.sync(token).unwrap();
+                        wait(token);
                     }
                 });
             }
         });
+    }
+
+    /// Writes from 8 threads, each synced after the write, all survive a reopen, and the
+    /// threads shared flushes.
+    #[test]
+    fn concurrent_writers_share_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        write_from_threads(&store, 2000, |token| store.sync(token).unwrap());
         let flushes = flushes(&store);
         assert!(
             flushes < (THREADS * WRITES) as u64,
@@ -1694,29 +2403,13 @@ mod tests {
     /// `Ok`, with at most a quarter as many flushes as waiters, and the writes survive a reopen.
     #[test]
     fn sync_then_waiters_share_flushes() {
-        const THREADS: usize = 8;
-        const WRITES: usize = 200;
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
         // The first append allocates space, flushing: it is not one of the waiters' flushes.
         store.put("start", b"").unwrap();
         let before = flushes(&store);
         let (tx, rx) = mpsc::channel();
-        let start = Barrier::new(THREADS);
-        thread::scope(|scope| {
-            for t in 0..THREADS {
-                let (store, tx, start) = (&store, &tx, &start);
-                scope.spawn(move || {
-                    start.wait();
-                    for i in 0..WRITES {
-                        let token = store
-                            .put_unsynced(&format!("t{t}/{i:03}"), &[t as u8; 100])
-                            .unwrap();
-                        store.sync_then(token, send_to(tx));
-                    }
-                });
-            }
-        });
+        write_from_threads(&store, 100, |token| store.sync_then(token, send_to(&tx)));
         for _ in 0..THREADS * WRITES {
             let (result, _) = rx.recv().unwrap();
             result.unwrap();
@@ -1821,18 +2514,20 @@ mod tests {
             scope.spawn(move || drop(store));
             // Released only once the drop has told the thread to stop, so the waiters are
             // still queued when it does.
-            while !log.waiters().stop {
+            while !log.work().stop {
                 thread::yield_now();
             }
             release.send(()).unwrap();
         });
         assert_eq!(Arc::strong_count(&log), 1, "the flusher thread has exited");
-        assert_eq!(log.waiters().queue.len(), 0);
+        assert_eq!(log.work().queue.len(), 0);
         let answers: Vec<_> = rx.try_iter().collect();
         assert_eq!(answers.len(), QUEUED + 1);
         for (result, _) in answers {
             result.unwrap();
         }
+        // It holds the directory's lock.
+        drop(log);
         assert_eq!(open(dir.path()).load_all().unwrap().len(), QUEUED + 1);
     }
 }
