@@ -899,6 +899,7 @@ impl Log {
         let mut offset = new.end;
         let mut rest = &tail[..];
         while !rest.is_empty() {
+            let at = from + (tail.len() - rest.len()) as u64;
             let size = rest
                 .get(..4)
                 .map(|len| {
@@ -907,7 +908,7 @@ impl Log {
                 })
                 .filter(|&size| size >= MIN_RECORD as u64);
             let Some(record) = size.and_then(|size| rest.get(..size as usize)) else {
-                return Err(self.appended_corrupt(from + (tail.len() - rest.len()) as u64));
+                return Err(self.appended_corrupt(at));
             };
             let slot = Slot {
                 offset,
@@ -916,9 +917,7 @@ impl Log {
             match decode(record) {
                 Ok(Record::Put { key, .. }) => new.keys.put(key, slot),
                 Ok(Record::Delete { key }) => new.keys.delete(key),
-                Err(_) => {
-                    return Err(self.appended_corrupt(from + (tail.len() - rest.len()) as u64));
-                }
+                Err(_) => return Err(self.appended_corrupt(at)),
             }
             offset += slot.len;
             rest = &rest[record.len()..];
