@@ -12,7 +12,10 @@
 //! flush, loads (which compile) and built-in assignors go to `spawn_blocking`. A component's
 //! call runs on the async thread itself, yielding to the executor every
 //! [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel, so an endless loop holds a thread for
-//! one slice at a time; a commit's flush is awaited without a thread. Assignments and
+//! one slice at a time; a commit's flush is awaited without a thread. A tenant's state is
+//! behind an async lock: the trigger's in-memory steps (plan, commit: one buffered append to
+//! the log, whose growth and compaction run on its flusher thread) and reads run on the async
+//! thread, and a request that finds the lock taken waits without a thread. Assignments and
 //! uploads (load and trial) hold one of the tenant's `max.concurrent.assignments` permits, so
 //! a hostile tenant runs at most that many calls, each for at most its deadline (its
 //! `compile.timeout.ms` for a load), and never takes another tenant's slots. The default is
