@@ -198,6 +198,26 @@ fn demo_runs_the_embedded_sample() {
     assert!(stdout.contains("fuel"), "{stdout}");
 }
 
+/// Output piped into a reader that has gone (`assignor demo | head -0`) ends the command by
+/// `SIGPIPE`, quietly, as Unix tools end, rather than with a panic in `println!`.
+#[test]
+fn closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assignor"))
+        .arg("demo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the assignor binary runs");
+    // Closed long before the command has loaded its component and prints.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("the assignor binary exits");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{stderr}");
+}
+
 /// `registry` lists a broker config's assignors, default first, reading the file then the
 /// `--override`s as a broker would.
 #[test]

@@ -179,6 +179,9 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        die_quietly_on_closed_stdout();
+    }
     // The one-shot commands print their own reports; the service logs its requests.
     let default_filter = match cli.command {
         Command::Serve(_) => "info",
@@ -206,6 +209,20 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Restores the default action of `SIGPIPE`, which Rust's runtime ignores: a one-shot
+/// command whose output is piped into a reader that stops early (`assignor group describe g |
+/// head`) then ends quietly, as Unix tools do, instead of panicking in `println!` on the
+/// `EPIPE` error. Not for `serve`, where a client closing its connection must only fail that
+/// write.
+#[allow(unsafe_code)]
+fn die_quietly_on_closed_stdout() {
+    // SAFETY: called at start-up, before any other thread exists, with the default action,
+    // which involves no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
