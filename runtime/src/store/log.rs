@@ -1476,7 +1476,7 @@ fn remove_leftover_compaction(dir: &Path) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use std::sync::Barrier;
-    use std::sync::mpsc;
+    use std::sync::mpsc::{self, Receiver, Sender};
     use std::time::Duration;
 
     use super::*;
@@ -1531,6 +1531,18 @@ mod tests {
             }
             thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Installs a hook that holds the flusher thread where `hook` runs: the returned receiver
+    /// hears when it got there, and a send on the returned sender lets it go on.
+    fn hold(hook: &mut Mutex<Option<Box<dyn FnOnce() + Send>>>) -> (Receiver<()>, Sender<()>) {
+        let (reached_tx, reached) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        *hook.get_mut().unwrap() = Some(Box::new(move || {
+            reached_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        }));
+        (reached, release)
     }
 
     /// The error of opening `dir`, which must be a corrupt log; its message.
@@ -1830,14 +1842,9 @@ mod tests {
     fn append_waits_for_a_background_grow() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        let (claimed_tx, claimed) = mpsc::channel();
-        let (release, release_rx) = mpsc::channel::<()>();
         let log = tune(&mut store);
         log.preallocate_min_bytes = 64 << 10;
-        *log.grow_hook.get_mut().unwrap() = Some(Box::new(move || {
-            claimed_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        }));
+        let (claimed, release) = hold(&mut log.grow_hook);
         let mut count = 0;
         while claimed.try_recv().is_err() {
             store.put(&format!("group/{count:03}"), &[1; 1000]).unwrap();
@@ -1889,14 +1896,9 @@ mod tests {
     fn appends_during_a_compaction_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        let (entered_tx, entered) = mpsc::channel();
-        let (release, release_rx) = mpsc::channel::<()>();
         let log = tune(&mut store);
         log.compact_min_bytes = 16 << 10;
-        *log.compaction_hook.get_mut().unwrap() = Some(Box::new(move || {
-            entered_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        }));
+        let (entered, release) = hold(&mut log.compaction_hook);
         let mut expected: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let mut put = |key: &str, value: Vec<u8>| {
             store.put(key, &value).unwrap();
@@ -2391,7 +2393,7 @@ mod tests {
     type Answer = (Result<(), StoreError>, thread::ThreadId);
 
     /// A `sync_then` callback that sends its result and its thread to `tx`.
-    fn send_to(tx: &mpsc::Sender<Answer>) -> Done {
+    fn send_to(tx: &Sender<Answer>) -> Done {
         let tx = tx.clone();
         Box::new(move |result| {
             let _ = tx.send((result, thread::current().id()));
