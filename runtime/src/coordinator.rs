@@ -623,6 +623,15 @@ impl Coordinator {
         })
     }
 
+    /// The group's own config: the overrides set on it, `None` where the broker's default
+    /// applies.
+    pub fn config(&self, group: &str) -> Result<&GroupConfig, CoordinatorError> {
+        self.groups
+            .get(group)
+            .map(|g| &g.config)
+            .ok_or_else(|| CoordinatorError::UnknownGroup(group.to_owned()))
+    }
+
     /// The group's committed target assignment.
     pub fn target(&self, group: &str) -> Option<&TargetAssignment> {
         self.groups.get(group)?.target.as_ref()

@@ -591,6 +591,47 @@ fn group_config_errors_use_kafka_codes() {
     );
 }
 
+/// `GET …/config` answers the group's own overrides as `PUT …/config` does (`null` where the
+/// broker's default applies), 404 for a group that does not exist or is another tenant's.
+#[test]
+fn group_config_reads_back_what_was_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(&config(dir.path()));
+    let (a, b) = (server.client(TOKEN_A), server.client(TOKEN_B));
+    let (status, body) = a.get("/v1/groups/g/config");
+    assert_eq!(
+        (status, error_code(&body)),
+        (404, "RESOURCE_NOT_FOUND"),
+        "{body}"
+    );
+    let set = json!({"streams.assignor.name": "balanced", "streams.num.standby.replicas": 2});
+    let (status, answer) = a.set_config("g", set, &[]);
+    assert_eq!(status, 200, "{answer}");
+    let (status, body) = a.get("/v1/groups/g/config");
+    assert_eq!((status, &body), (200, &answer));
+    assert_eq!(
+        body["config"],
+        json!({
+            "streams.assignor.name": "balanced",
+            "streams.num.standby.replicas": 2,
+            "streams.rack.aware.assignment.tags": null,
+        })
+    );
+    assert_eq!(
+        a.set_config("g", json!({}), &["streams.assignor.name"]).0,
+        200
+    );
+    assert_eq!(
+        a.get("/v1/groups/g/config").1["config"]["streams.assignor.name"],
+        Value::Null
+    );
+    assert_eq!(
+        b.get("/v1/groups/g/config").0,
+        404,
+        "another tenant's group"
+    );
+}
+
 /// Runs a service on `data_dir` that uploads an assignor, creates group `orders`, selects the
 /// upload and computes a target, then stops it. Returns what it acknowledged: the assignor
 /// list, the group's description and the target.

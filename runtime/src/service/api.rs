@@ -13,6 +13,7 @@
 //! | `PUT /v1/assignors/{name}` | upload (or atomically replace) a component after every check |
 //! | `DELETE /v1/assignors/{name}` | delete an upload no group selects |
 //! | `PUT /v1/groups/{group}/config` | `{"set": {k: v}, "delete": [k]}`, all or nothing |
+//! | `GET /v1/groups/{group}/config` | the group's own config (overrides; `null`: the default) |
 //! | `PUT /v1/groups/{group}` | the whole group in the input JSON, as one all-or-nothing change: topology set, members upserted, absent members removed, `configs` applied if present |
 //! | `POST /v1/groups/{group}/assign` | the trigger: computes the target if behind, answers it with usage |
 //! | `GET /v1/groups/{group}/assignment` | the committed target |
@@ -42,8 +43,8 @@ use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
-    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupDescription, NUM_STANDBY_REPLICAS,
-    Pending, RACK_AWARE_ASSIGNMENT_TAGS,
+    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription,
+    NUM_STANDBY_REPLICAS, Pending, RACK_AWARE_ASSIGNMENT_TAGS,
 };
 use crate::json::{AssignmentView, parse_input};
 
@@ -71,7 +72,10 @@ pub(crate) fn router(service: AppState) -> Router {
             put(put_assignor).delete(delete_assignor),
         )
         .route("/v1/groups/{group}", put(put_group).get(describe))
-        .route("/v1/groups/{group}/config", put(put_group_config))
+        .route(
+            "/v1/groups/{group}/config",
+            put(put_group_config).get(get_group_config),
+        )
         .route("/v1/groups/{group}/assign", post(assign))
         .route("/v1/groups/{group}/assignment", get(get_assignment))
         .route("/v1/groups/{group}/capture", get(get_capture))
@@ -387,16 +391,30 @@ async fn put_group_config(
         let mut state = t.state();
         let config = state.coordinator.alter_config(&group, &ops)?;
         tracing::info!(group = %group, assignor = ?config.assignor_name, "group config altered");
-        Ok(Json(json!({
-            "groupId": group,
-            "config": {
-                crate::coordinator::ASSIGNOR_NAME: config.assignor_name,
-                NUM_STANDBY_REPLICAS: config.num_standby_replicas,
-                RACK_AWARE_ASSIGNMENT_TAGS: config.rack_aware_assignment_tags.map(|t| t.join(",")),
-            }
-        })))
+        Ok(Json(config_json(&group, &config)))
     })
     .await
+}
+
+/// The group's own config, as `PUT …/config` answers it: what is set on the group, `null`
+/// where the broker's default applies (`GET /v1/groups/{g}` gives the values in effect).
+async fn get_group_config(
+    TenantCaller(t): TenantCaller,
+    Path(group): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let state = t.lock().await;
+    Ok(Json(config_json(&group, state.coordinator.config(&group)?)))
+}
+
+fn config_json(group: &str, config: &GroupConfig) -> Value {
+    json!({
+        "groupId": group,
+        "config": {
+            crate::coordinator::ASSIGNOR_NAME: config.assignor_name,
+            NUM_STANDBY_REPLICAS: config.num_standby_replicas,
+            RACK_AWARE_ASSIGNMENT_TAGS: config.rack_aware_assignment_tags.as_ref().map(|t| t.join(",")),
+        }
+    })
 }
 
 async fn put_group(
