@@ -516,6 +516,63 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
 
+    /// What every [`Store`] promises, checked on each implementation by its own tests.
+    pub(super) mod contract {
+        use std::path::Path;
+
+        use super::super::Store;
+
+        fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
+            (key.to_owned(), value.to_vec())
+        }
+
+        /// On an empty `store`: puts come back from `load_all` sorted by key (empty values and
+        /// non-ASCII keys too), a second put replaces the value, and a delete removes the key,
+        /// where deleting a missing key is fine.
+        pub(in crate::store) fn put_overwrite_delete(store: &dyn Store) {
+            store.put("group/b", b"").unwrap();
+            store.put("group/a", b"hello").unwrap();
+            store.put("gröup/名前/🦀", b"x").unwrap();
+            assert_eq!(
+                store.load_all().unwrap(),
+                [
+                    entry("group/a", b"hello"),
+                    entry("group/b", b""),
+                    entry("gröup/名前/🦀", b"x")
+                ]
+            );
+            store.put("group/a", b"second, longer").unwrap();
+            assert_eq!(
+                store.load_all().unwrap()[0],
+                entry("group/a", b"second, longer")
+            );
+            store.delete("group/a").unwrap();
+            store.delete("group/a").unwrap();
+            store.delete("never existed").unwrap();
+            store.delete("gröup/名前/🦀").unwrap();
+            assert_eq!(store.load_all().unwrap(), [entry("group/b", b"")]);
+            store.delete("group/b").unwrap();
+            assert_eq!(store.load_all().unwrap(), []);
+        }
+
+        /// `open` creates a missing (nested) directory, and a store it opens again on that
+        /// directory sees every put, overwrite and delete the dropped one made.
+        pub(in crate::store) fn reopen_sees_everything<S: Store>(open: impl Fn(&Path) -> S) {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("data").join("nested");
+            let store = open(&dir);
+            store.put("group/a", b"1").unwrap();
+            store.put("group/b", &vec![7; 100_000]).unwrap();
+            store.put("group/a", b"one").unwrap();
+            store.put("group/c", b"3").unwrap();
+            store.delete("group/c").unwrap();
+            let before = store.load_all().unwrap();
+            assert_eq!(before.len(), 2);
+            drop(store);
+            assert_eq!(open(&dir).load_all().unwrap(), before);
+        }
+    }
+
     fn open(dir: &Path) -> DirStore {
         DirStore::open(dir).expect("open store")
     }
@@ -544,50 +601,16 @@ mod tests {
         }
     }
 
-    /// A put value comes back from `load_all`, in a directory `open` created.
+    /// [`contract`] holds for the directory store, which keeps one file per key.
     #[test]
-    fn round_trip() {
-        let root = tempfile::tempdir().unwrap();
-        let store = open(&root.path().join("data").join("nested"));
-        store.put("group/a", b"hello").unwrap();
-        store.put("group/b", b"").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [
-                ("group/a".to_owned(), b"hello".to_vec()),
-                ("group/b".to_owned(), Vec::new())
-            ]
-        );
-    }
-
-    /// A second put replaces the value and leaves one file.
-    #[test]
-    fn overwrite() {
+    fn directory_store_keeps_the_contract() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
+        contract::put_overwrite_delete(&store);
         store.put("group/a", b"first").unwrap();
-        store.put("group/a", b"second, longer").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [("group/a".to_owned(), b"second, longer".to_vec())]
-        );
+        store.put("group/a", b"second").unwrap();
         only_record(dir.path());
-    }
-
-    /// Delete removes a key, and deleting a missing key is fine.
-    #[test]
-    fn delete() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"1").unwrap();
-        store.put("group/b", b"2").unwrap();
-        store.delete("group/a").unwrap();
-        store.delete("group/a").unwrap();
-        store.delete("never existed").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [("group/b".to_owned(), b"2".to_vec())]
-        );
+        contract::reopen_sees_everything(open);
     }
 
     /// Awkward keys all round-trip as distinct keys, each as one file directly inside the
@@ -661,20 +684,6 @@ mod tests {
             store.delete(key).unwrap();
         }
         assert_eq!(store.load_all().unwrap(), []);
-    }
-
-    /// A reopened store sees everything the dropped one committed.
-    #[test]
-    fn reopen_sees_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"1").unwrap();
-        store.put("group/b", &vec![7; 100_000]).unwrap();
-        store.put("group/c", b"3").unwrap();
-        store.delete("group/c").unwrap();
-        let before = store.load_all().unwrap();
-        drop(store);
-        assert_eq!(open(dir.path()).load_all().unwrap(), before);
     }
 
     /// Temp files of interrupted writes are removed on open and never read as values.
@@ -790,23 +799,10 @@ mod tests {
         assert_eq!(names.len(), keys.len(), "{names:?}");
     }
 
-    /// The memory store has the same contract, minus durability.
+    /// [`contract`] holds for the memory store, but for durability.
     #[test]
-    fn memory_store() {
-        let store = MemoryStore::new();
-        store.put("group/b", b"2").unwrap();
-        store.put("group/a", b"1").unwrap();
-        store.put("group/a", b"one").unwrap();
-        store.delete("missing").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [
-                ("group/a".to_owned(), b"one".to_vec()),
-                ("group/b".to_owned(), b"2".to_vec())
-            ]
-        );
-        store.delete("group/a").unwrap();
-        assert_eq!(store.load_all().unwrap().len(), 1);
+    fn memory_store_keeps_the_contract() {
+        contract::put_overwrite_delete(&MemoryStore::new());
     }
 
     /// The provided `sync_then` calls `done` with `sync`'s result before it returns, on the

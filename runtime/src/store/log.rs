@@ -1480,6 +1480,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::store::tests::contract;
 
     fn open(dir: &Path) -> LogStore {
         LogStore::open(dir).expect("open store")
@@ -1578,65 +1579,17 @@ mod tests {
         offsets
     }
 
-    /// A put value comes back from `load_all`, in a directory `open` created.
+    /// [`contract`](crate::store::tests::contract) holds for the log store, and deleting a
+    /// missing key writes nothing.
     #[test]
-    fn round_trip() {
-        let root = tempfile::tempdir().unwrap();
-        let store = open(&root.path().join("data").join("nested"));
-        store.put("group/b", b"").unwrap();
-        store.put("group/a", b"hello").unwrap();
-        store.put("gröup/名前/🦀", b"x").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [
-                entry("group/a", b"hello"),
-                entry("group/b", b""),
-                entry("gröup/名前/🦀", b"x")
-            ]
-        );
-    }
-
-    /// A second put replaces the value.
-    #[test]
-    fn overwrite() {
+    fn log_store_keeps_the_contract() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
-        store.put("group/a", b"first").unwrap();
-        store.put("group/a", b"second, longer").unwrap();
-        assert_eq!(
-            store.load_all().unwrap(),
-            [entry("group/a", b"second, longer")]
-        );
-    }
-
-    /// Delete removes a key; deleting a missing key is fine and writes nothing.
-    #[test]
-    fn delete() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"1").unwrap();
-        store.put("group/b", b"2").unwrap();
-        store.delete("group/a").unwrap();
+        contract::put_overwrite_delete(&store);
         let len = log_end(&store);
-        store.delete("group/a").unwrap();
         store.delete("never existed").unwrap();
         assert_eq!(log_end(&store), len);
-        assert_eq!(store.load_all().unwrap(), [entry("group/b", b"2")]);
-    }
-
-    /// A reopened store sees every put, overwrite and delete the dropped one made.
-    #[test]
-    fn reopen_sees_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"1").unwrap();
-        store.put("group/b", &vec![7; 100_000]).unwrap();
-        store.put("group/a", b"one").unwrap();
-        store.put("group/c", b"3").unwrap();
-        store.delete("group/c").unwrap();
-        let before = store.load_all().unwrap();
-        drop(store);
-        assert_eq!(open(dir.path()).load_all().unwrap(), before);
+        contract::reopen_sees_everything(open);
     }
 
     /// Compaction shrinks the log to its live records, keeps each key's latest value, makes
