@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use super::counts;
 use crate::{GroupAssignment, GroupSpec, TaskId, Topology};
 
 /// How an assignor is run by the harness: natively (a [`TaskAssignor`](crate::TaskAssignor))
@@ -103,16 +104,14 @@ pub fn valid(group: &GroupSpec, topology: &Topology, assignment: &GroupAssignmen
     Check::new("valid", crate::validate(group, topology, assignment))
 }
 
-/// The spread of `count` over the members, as an error naming the extremes when it exceeds
+/// The spread of `counts` (one per member), as an error naming the extremes when it exceeds
 /// `max_spread`.
 fn spread(
     group: &GroupSpec,
-    assignment: &GroupAssignment,
+    counts: &[usize],
     what: &str,
     max_spread: usize,
-    count: impl Fn(usize) -> usize,
 ) -> Result<(), String> {
-    let counts: Vec<usize> = (0..assignment.members.len()).map(count).collect();
     let (Some(lo), Some(hi)) = (
         (0..counts.len()).min_by_key(|&i| counts[i]),
         (0..counts.len()).max_by_key(|&i| counts[i]),
@@ -135,18 +134,23 @@ fn spread(
 
 /// `active-balance`: active task counts per member differ by at most `max_spread`.
 pub fn active_balance(group: &GroupSpec, assignment: &GroupAssignment, max_spread: usize) -> Check {
-    let outcome = spread(group, assignment, "active tasks", max_spread, |i| {
-        assignment.members[i].active_tasks.len()
-    });
+    let outcome = spread(
+        group,
+        &counts::actives(assignment),
+        "active tasks",
+        max_spread,
+    );
     Check::new("active-balance", outcome)
 }
 
 /// `total-balance`: active plus standby counts per member differ by at most `max_spread`.
 pub fn total_balance(group: &GroupSpec, assignment: &GroupAssignment, max_spread: usize) -> Check {
-    let outcome = spread(group, assignment, "active+standby tasks", max_spread, |i| {
-        let m = &assignment.members[i];
-        m.active_tasks.len() + m.standby_tasks.len()
-    });
+    let outcome = spread(
+        group,
+        &counts::totals(assignment),
+        "active+standby tasks",
+        max_spread,
+    );
     Check::new("total-balance", outcome)
 }
 

@@ -6,6 +6,8 @@
 //! - [`checks`]: validity, balance, minimum movement, fixed point, standby placement and tag
 //!   diversity, each a [`Check`] naming its rule and saying what broke; [`checks::all`] runs
 //!   them into a [`Report`].
+//! - [`counts`]: per-member task counts and their spread, for an assignor's own balance
+//!   assertions.
 //! - [`converge`](fn@converge): membership churn, each output fed back, checked every step.
 //! - [`strategy`]: proptest strategies for random groups and churn.
 //! - [`suite`]: the standard named cases `assignor check` runs, and seeded random ones.
@@ -42,6 +44,7 @@
 
 pub mod checks;
 mod converge;
+pub mod counts;
 mod scenario;
 pub mod strategy;
 pub mod suite;

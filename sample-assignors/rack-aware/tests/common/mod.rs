@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use assignor_sdk::harness::counts::*;
 use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskAssignor,
     TaskId, TaskSet, Topology,
@@ -160,54 +161,4 @@ pub fn with_current(group: &GroupSpec, a: &GroupAssignment) -> GroupSpec {
         m.warmup_tasks = TaskSet::new();
     }
     next
-}
-
-/// Per member: actives of stateful (`true`) or stateless subtopologies.
-pub fn actives_of(a: &GroupAssignment, topology: &Topology, stateful: bool) -> Vec<usize> {
-    a.members
-        .iter()
-        .map(|m| {
-            m.active_tasks
-                .iter()
-                .filter(|&&t| topology.subtopology(t).unwrap().is_stateful == stateful)
-                .count()
-        })
-        .collect()
-}
-
-/// Per member: standby count.
-pub fn standbys(a: &GroupAssignment) -> Vec<usize> {
-    a.members.iter().map(|m| m.standby_tasks.len()).collect()
-}
-
-/// Per member: active plus standby count.
-pub fn totals(a: &GroupAssignment) -> Vec<usize> {
-    a.members
-        .iter()
-        .map(|m| m.active_tasks.len() + m.standby_tasks.len())
-        .collect()
-}
-
-/// Per member: active count.
-pub fn actives(a: &GroupAssignment) -> Vec<usize> {
-    a.members.iter().map(|m| m.active_tasks.len()).collect()
-}
-
-/// Largest minus smallest.
-pub fn spread(counts: &[usize]) -> usize {
-    counts.iter().max().unwrap_or(&0) - counts.iter().min().unwrap_or(&0)
-}
-
-/// Per subtopology, the largest minus smallest number of its tasks a member holds as active.
-pub fn subtopology_skews(a: &GroupAssignment, topology: &Topology) -> Vec<usize> {
-    (0..topology.subtopologies.len() as u32)
-        .map(|s| {
-            let counts: Vec<usize> = a
-                .members
-                .iter()
-                .map(|m| m.active_tasks.iter().filter(|t| t.subtopology == s).count())
-                .collect();
-            spread(&counts)
-        })
-        .collect()
 }

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use assignor_sdk::harness::counts::*;
 use assignor_sdk::harness::{self, checks};
 use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskId,
@@ -101,51 +102,6 @@ pub fn assert_fixed_point(group: &GroupSpec, topology: &Topology, a: &GroupAssig
     let run = harness::native(&StickyAssignor);
     let outcome = checks::fixed_point(&run, group, topology, a).outcome;
     outcome.unwrap_or_else(|why| panic!("not a fixed point: {why}"));
-}
-
-/// Per member: active count.
-pub fn actives(a: &GroupAssignment) -> Vec<usize> {
-    a.members.iter().map(|m| m.active_tasks.len()).collect()
-}
-
-/// Per member: active plus standby count.
-pub fn totals(a: &GroupAssignment) -> Vec<usize> {
-    a.members
-        .iter()
-        .map(|m| m.active_tasks.len() + m.standby_tasks.len())
-        .collect()
-}
-
-/// Per member: actives of stateful (`true`) or stateless subtopologies.
-pub fn actives_of(a: &GroupAssignment, topology: &Topology, stateful: bool) -> Vec<usize> {
-    a.members
-        .iter()
-        .map(|m| {
-            m.active_tasks
-                .iter()
-                .filter(|&&t| topology.subtopology(t).unwrap().is_stateful == stateful)
-                .count()
-        })
-        .collect()
-}
-
-/// Largest minus smallest.
-pub fn spread(counts: &[usize]) -> usize {
-    counts.iter().max().unwrap_or(&0) - counts.iter().min().unwrap_or(&0)
-}
-
-/// Per subtopology, the largest minus smallest number of its tasks a member holds as active.
-pub fn subtopology_skews(a: &GroupAssignment, topology: &Topology) -> Vec<usize> {
-    (0..topology.subtopologies.len() as u32)
-        .map(|s| {
-            let counts: Vec<usize> = a
-                .members
-                .iter()
-                .map(|m| m.active_tasks.iter().filter(|t| t.subtopology == s).count())
-                .collect();
-            spread(&counts)
-        })
-        .collect()
 }
 
 /// Active tasks whose new owner did not hold them as active before.
