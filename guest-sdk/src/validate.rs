@@ -8,7 +8,9 @@ use crate::{GroupAssignment, GroupSpec, TaskId, Topology};
 ///
 /// Rules: one entry per input member; every task exists (known subtopology, partition in
 /// range); every task active on exactly one member (when the group has members); standbys only
-/// for stateful subtopologies and never on the member holding the same task as active.
+/// for stateful subtopologies and never on the process holding the same task as active (the
+/// members of one process share its state directory, so such a standby protects nothing).
+/// Linear in the group and the assignment.
 pub fn validate(
     group: &GroupSpec,
     topology: &Topology,
@@ -27,6 +29,16 @@ pub fn validate(
         ));
     }
     let member = |i: usize| &group.members[i].member_id;
+    // Each member's process as a small index, so the same-process rule compares integers.
+    let mut processes = std::collections::HashMap::with_capacity(group.members.len());
+    let process: Vec<u32> = group
+        .members
+        .iter()
+        .map(|m| {
+            let next = processes.len() as u32;
+            *processes.entry(m.process_id.as_str()).or_insert(next)
+        })
+        .collect();
     // `owner[offset[s] + p]` is the active owner of task (s, p); u32::MAX while unowned.
     let mut offset = Vec::with_capacity(topology.subtopologies.len());
     let mut total = 0usize;
@@ -83,6 +95,17 @@ pub fn validate(
                     "task both active and standby: {} on member \"{}\"",
                     topology.task_name(t),
                     member(i)
+                ));
+            }
+            if owner[k] != u32::MAX && process[owner[k] as usize] == process[i] {
+                return Err(format!(
+                    "standby on the active's process: {} is active on member \"{}\" and \
+                     standby on member \"{}\", both of process \"{}\" (one state directory, so \
+                     the standby protects nothing)",
+                    topology.task_name(t),
+                    member(owner[k] as usize),
+                    member(i),
+                    group.members[i].process_id
                 ));
             }
         }
@@ -199,6 +222,25 @@ mod tests {
             unknown
                 .expect_err("unknown")
                 .starts_with("unknown subtopology")
+        );
+    }
+
+    /// A standby on another member of the active's process is refused, naming the rule.
+    #[test]
+    fn standby_on_the_active_process_is_refused() {
+        let (mut group, topology) = input();
+        group.members[1].process_id = "p-a".into();
+        let e = validate(
+            &group,
+            &topology,
+            &assignment([(&[S0, S1, L0], &[]), (&[], &[S0])]),
+        )
+        .expect_err("same process");
+        assert_eq!(
+            e,
+            "standby on the active's process: s_0 is active on member \"a\" and standby on \
+             member \"b\", both of process \"p-a\" (one state directory, so the standby \
+             protects nothing)"
         );
     }
 

@@ -1,36 +1,65 @@
 //! A loaded assignor component and its sandboxed calls: one fresh `Store` and instance per
 //! call from a cached `InstancePre`, since a trap leaves an instance unusable and no state may
 //! survive from one group's call to the next.
+//!
+//! Every call is bounded as a whole, host work included: the engine's epoch deadline stops
+//! wasm code, and the same deadline (plus [`DEADLINE_GRACE`]) drops the call's future when it
+//! waits in a host function instead (a sleep, a poll), which an epoch cannot interrupt.
+//! [`ComponentAssignor::assign_async`] runs the guest on the runtime's own call threads, never
+//! on the caller's executor, so a service's request threads stay free whatever a guest does.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::time::Instant;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
+use wasmtime::component::InstancePre;
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 
-use crate::boundary::{self, AssignorPre};
+use crate::boundary::{self, Exports, Output, Refusal};
 use crate::cache::{self, ContentHash};
 use crate::error::{ErrorKind, TaskAssignorError};
-use crate::limits::Limits;
+use crate::limits::{self, Limits};
 use crate::runtime::{EPOCH_TICK, Runtime};
 use crate::usage::Usage;
-use crate::wasi::{CallState, Capture};
+use crate::wasi::{CallState, Capture, FUEL_PER_HOST_BYTE};
 
 /// Fuel between a call's yields to the executor in [`ComponentAssignor::assign_async`]: about
-/// 50–100 µs of guest work, short enough that other requests on the same async thread are
-/// not held up noticeably, long enough that yields cost nothing measurable. (The standard
+/// 50–100 µs of guest work, short enough that other calls on the same call thread are not
+/// held up noticeably, long enough that yields cost nothing measurable. (The standard
 /// 10-member sticky call uses ~140,000.)
 pub const YIELD_FUEL: u64 = 100_000;
+
+/// How long after its deadline a call that waits in a host function is dropped. Wasm code is
+/// stopped by the epoch at the deadline itself; this grace lets that precise stop win.
+pub const DEADLINE_GRACE: Duration = Duration::from_millis(50);
 
 /// Longest assignor name accepted; names travel in configs and describe responses.
 const MAX_NAME_BYTES: usize = 249;
 
+/// The threads every runtime's async calls run on: one per core, so guests compete with each
+/// other for cores but never for the threads that serve requests.
+static CALL_THREADS: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .thread_name("assignor-call")
+        .enable_all()
+        .build()
+        .expect("starting the assignor call threads")
+});
+
 /// An assignor component, compiled, linked, named and configured: ready to assign.
 pub struct ComponentAssignor {
+    inner: Arc<Loaded>,
+}
+
+/// What a call needs, shared with the call threads.
+struct Loaded {
     runtime: Runtime,
-    pre: AssignorPre<CallState>,
+    pre: InstancePre<CallState>,
+    exports: Exports,
     hash: ContentHash,
     name: String,
     config: Vec<(String, String)>,
@@ -39,8 +68,8 @@ pub struct ComponentAssignor {
 impl fmt::Debug for ComponentAssignor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ComponentAssignor")
-            .field("name", &self.name)
-            .field("sha256", &cache::hex(&self.hash))
+            .field("name", &self.inner.name)
+            .field("sha256", &cache::hex(&self.inner.hash))
             .finish_non_exhaustive()
     }
 }
@@ -59,82 +88,109 @@ impl Sandbox {
     }
 }
 
+/// What ended a sandboxed call early.
+enum Stop {
+    /// Wasmtime's error (a trap, a limit, a failed host call).
+    Error(wasmtime::Error),
+    /// The call waited in a host function past its deadline and was dropped.
+    Deadline,
+}
+
+/// A finished call on the call threads: its output or error, and what it used.
+struct Called {
+    output: Result<Output, TaskAssignorError>,
+    fuel: u64,
+    peak_memory: usize,
+}
+
 impl ComponentAssignor {
     pub(crate) fn load(
         runtime: Runtime,
-        pre: AssignorPre<CallState>,
+        pre: InstancePre<CallState>,
+        exports: Exports,
         hash: ContentHash,
         origin: &str,
         config: &BTreeMap<String, String>,
     ) -> Result<Self, TaskAssignorError> {
-        let mut this = Self {
+        let mut loaded = Loaded {
             runtime,
             pre,
+            exports,
             hash,
             name: origin.to_owned(),
             config: config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         };
         // Each sandbox is dropped before the next is made: it holds one of the runtime's
-        // instance slots.
+        // instance slots. The name is cut where it enters the host: only its length of a
+        // longer one is kept.
         let name = {
+            let this = &loaded;
             let mut sandbox = this.sandbox();
-            let called = block_on(async {
-                let instance = this.pre.instantiate_async(&mut sandbox.store).await?;
-                api(&instance).call_name(&mut sandbox.store).await
-            });
+            let called = block_on(this.bounded(&mut sandbox, |instance, store| async move {
+                this.exports
+                    .name(&instance, store, MAX_NAME_BYTES + 1)
+                    .await
+            }));
             called.map_err(|e| this.classify(e, &sandbox, "calling name()"))?
         };
-        if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_whitespace) {
+        if name.len == 0 || name.len > MAX_NAME_BYTES || name.text.chars().any(char::is_whitespace)
+        {
             return Err(TaskAssignorError::new(
                 origin,
                 ErrorKind::Load,
                 format!(
-                    "name() returned {name:?}; a name must be 1 to {MAX_NAME_BYTES} bytes \
-                     without whitespace"
+                    "name() returned {} ({} bytes); a name must be 1 to {MAX_NAME_BYTES} bytes \
+                     without whitespace",
+                    format_args!("{:?}", limits::cut(&name.text, 64)),
+                    name.len
                 ),
             ));
         }
-        this.name = name;
+        loaded.name = name.text;
+        let this = &loaded;
         let mut sandbox = this.sandbox();
-        let configured = block_on(async {
-            let instance = this.pre.instantiate_async(&mut sandbox.store).await?;
-            api(&instance)
-                .call_configure(&mut sandbox.store, &this.config)
+        let max_message = this.limits().get_max_message_bytes();
+        let configured = block_on(this.bounded(&mut sandbox, |instance, store| async move {
+            this.exports
+                .configure(&instance, store, &this.config, max_message)
                 .await
-        });
+        }));
         match configured {
             Ok(Ok(())) => {}
             Ok(Err(message)) => {
                 return Err(TaskAssignorError::new(
-                    &this.name,
+                    &loaded.name,
                     ErrorKind::Load,
                     format!("configure rejected the configuration: {message}"),
                 ));
             }
-            Err(e) => return Err(this.classify(e, &sandbox, "calling configure()")),
+            Err(e) => return Err(loaded.classify(e, &sandbox, "calling configure()")),
         }
-        tracing::debug!(assignor = %this.name, sha256 = %cache::hex(&this.hash), "loaded assignor component");
-        Ok(this)
+        drop(sandbox);
+        tracing::debug!(assignor = %loaded.name, sha256 = %cache::hex(&loaded.hash), "loaded assignor component");
+        Ok(Self {
+            inner: Arc::new(loaded),
+        })
     }
 
     /// The assignor's `name()`.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
 
     /// The configuration `configure` was given.
     pub fn config(&self) -> BTreeMap<String, String> {
-        self.config.iter().cloned().collect()
+        self.inner.config.iter().cloned().collect()
     }
 
     /// The limits every call runs under.
     pub fn limits(&self) -> &Limits {
-        &self.runtime.inner.limits
+        self.inner.limits()
     }
 
     /// SHA-256 of the component's bytes, hex-encoded.
     pub fn sha256(&self) -> String {
-        cache::hex(&self.hash)
+        cache::hex(&self.inner.hash)
     }
 
     /// Runs one assignment in a fresh sandbox and validates the result against the input.
@@ -146,34 +202,33 @@ impl ComponentAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        block_on(self.assign_in(group, topology, None))
+        let start = Instant::now();
+        let input = self.lower(group, topology)?;
+        let bytes = input.bytes;
+        let called = block_on(Arc::clone(&self.inner).call(input, None));
+        self.finish(called, bytes, group, topology, start, true)
     }
 
-    /// [`assign`](Self::assign) for async code: the guest runs on the polling thread and
-    /// yields to the executor after every [`YIELD_FUEL`] units of fuel, so a long or endless
-    /// call never holds an async thread for more than a slice (its limits still end it).
+    /// [`assign`](Self::assign) for async code: the guest runs on the runtime's call threads
+    /// (one per core, shared by every runtime), yielding after every [`YIELD_FUEL`] units of
+    /// fuel so that calls share them, and this future waits for it without holding a thread.
+    /// Dropping the future does not stop the call early; its limits do.
     pub async fn assign_async(
         &self,
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        self.assign_in(group, topology, Some(YIELD_FUEL)).await
-    }
-
-    async fn assign_in(
-        &self,
-        group: &GroupSpec,
-        topology: &Topology,
-        yield_fuel: Option<u64>,
-    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
-        let (assignment, mut usage) = self
-            .assign_unvalidated_in(group, topology, yield_fuel)
-            .await?;
-        assignor_sdk::validate(group, topology, &assignment)
-            .map_err(|m| self.invalid(m).with_fuel(usage.fuel))?;
-        usage.wall_time = start.elapsed();
-        Ok((assignment, usage))
+        let input = self.lower(group, topology)?;
+        let bytes = input.bytes;
+        let call = CALL_THREADS.spawn(Arc::clone(&self.inner).call(input, Some(YIELD_FUEL)));
+        let called = match call.await {
+            Ok(called) => called,
+            // The call threads live as long as the process; a call's panic is the host's bug,
+            // passed on to the caller as it would be in `assign`.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        self.finish(called, bytes, group, topology, start, true)
     }
 
     /// [`ComponentAssignor::assign`] without output validation beyond what the domain model
@@ -184,69 +239,50 @@ impl ComponentAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        block_on(self.assign_unvalidated_in(group, topology, None))
+        let start = Instant::now();
+        let input = self.lower(group, topology)?;
+        let bytes = input.bytes;
+        let called = block_on(Arc::clone(&self.inner).call(input, None));
+        self.finish(called, bytes, group, topology, start, false)
     }
 
-    async fn assign_unvalidated_in(
+    /// Checks the group against the input limits, then converts it to WIT values.
+    fn lower(
         &self,
         group: &GroupSpec,
         topology: &Topology,
-        yield_fuel: Option<u64>,
+    ) -> Result<boundary::Input, TaskAssignorError> {
+        self.limits().check_group(group, topology).map_err(|e| {
+            TaskAssignorError::new(self.name(), ErrorKind::InputLimit, e.to_string())
+        })?;
+        Ok(boundary::input(group, topology))
+    }
+
+    /// Converts a finished call's output into the domain model and, if `validate`, checks it.
+    fn finish(
+        &self,
+        called: Called,
+        input_bytes: usize,
+        group: &GroupSpec,
+        topology: &Topology,
+        start: Instant,
+        validate: bool,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        let start = Instant::now();
-        let input = boundary::input(group, topology);
-        let mut sandbox = self.sandbox();
-        sandbox
-            .store
-            .fuel_async_yield_interval(yield_fuel)
-            .expect("fuel is enabled on the runtime's engine");
-        let config = &self.config;
-        let result = async {
-            let instance = self.pre.instantiate_async(&mut sandbox.store).await?;
-            let api = api(&instance);
-            if let Err(message) = api.call_configure(&mut sandbox.store, config).await? {
-                return Ok(Err(format!(
-                    "configure failed in the call's instance, after succeeding at load \
-                     (is it deterministic?): {message}"
-                )));
-            }
-            Ok(api
-                .call_assign(&mut sandbox.store, &input.group, &input.topology)
-                .await?
-                .map_err(|e| e.message))
-        }
-        .await;
-        let fuel = Some(sandbox.consumed());
-        let output = match result {
-            Ok(Ok(output)) => output,
-            Ok(Err(message)) => {
-                self.log_output(&sandbox);
-                return Err(
-                    TaskAssignorError::new(&self.name, ErrorKind::GuestError, message)
-                        .with_fuel(fuel),
-                );
-            }
-            Err(e) => return Err(self.classify(e, &sandbox, "assigning")),
+        let fuel = Some(called.fuel);
+        let output = called.output?;
+        let output_bytes = output.bytes;
+        let invalid = |m: String| {
+            TaskAssignorError::new(self.name(), ErrorKind::InvalidOutput, m).with_fuel(fuel)
         };
-        self.log_output(&sandbox);
-        let limits = &self.runtime.inner.limits;
-        let output_bytes = boundary::output_bytes(&output);
-        if output_bytes > limits.get_max_output_bytes() {
-            return Err(self
-                .invalid(format!(
-                    "output too large: {output_bytes} bytes, over the limit of {} bytes",
-                    limits.get_max_output_bytes()
-                ))
-                .with_fuel(fuel));
+        let assignment = boundary::output(output, group, topology).map_err(invalid)?;
+        if validate {
+            assignor_sdk::validate(group, topology, &assignment).map_err(invalid)?;
         }
-        let assignment = boundary::output(output, group, topology)
-            .map_err(|m| self.invalid(m).with_fuel(fuel))?;
-        let state = sandbox.store.data();
         let usage = Usage {
             fuel,
-            peak_memory_bytes: Some(state.peak_memory),
+            peak_memory_bytes: Some(called.peak_memory),
             wall_time: start.elapsed(),
-            input_bytes: Some(input.bytes),
+            input_bytes: Some(input_bytes),
             output_bytes: Some(output_bytes),
         };
         Ok((assignment, usage))
@@ -256,24 +292,110 @@ impl ComponentAssignor {
     /// call pays, for benchmarks.
     #[doc(hidden)]
     pub fn fresh_instance(&self) -> Result<(), TaskAssignorError> {
-        let mut sandbox = self.sandbox();
-        block_on(self.pre.instantiate_async(&mut sandbox.store))
-            .map(drop)
-            .map_err(|e| self.classify(e, &sandbox, "instantiating"))
+        let inner = &self.inner;
+        let mut sandbox = inner.sandbox();
+        block_on(inner.bounded(&mut sandbox, |_, _| async { Ok(()) }))
+            .map_err(|e| inner.classify(e, &sandbox, "instantiating"))
+    }
+}
+
+impl Loaded {
+    fn limits(&self) -> &Limits {
+        &self.runtime.inner.limits
     }
 
-    fn invalid(&self, message: String) -> TaskAssignorError {
-        TaskAssignorError::new(&self.name, ErrorKind::InvalidOutput, message)
+    /// One call of `assign` in a fresh sandbox: instantiate, `configure`, `assign`, and copy
+    /// the output out, all under the call's deadline. Owns what it needs, so that it can run
+    /// on the call threads.
+    async fn call(self: Arc<Self>, input: boundary::Input, yield_fuel: Option<u64>) -> Called {
+        let mut sandbox = self.sandbox();
+        sandbox
+            .store
+            .fuel_async_yield_interval(yield_fuel)
+            .expect("fuel is enabled on the runtime's engine");
+        let limits = self.limits();
+        let (max_output, max_message) = (
+            limits.get_max_output_bytes(),
+            limits.get_max_message_bytes(),
+        );
+        let this = &*self;
+        let result = this
+            .bounded(&mut sandbox, |instance, store| async move {
+                if let Err(message) = this
+                    .exports
+                    .configure(&instance, store, &this.config, max_message)
+                    .await?
+                {
+                    return Ok(Err(Refusal::Guest(format!(
+                        "configure failed in the call's instance, after succeeding at load \
+                         (is it deterministic?): {message}"
+                    ))));
+                }
+                this.exports
+                    .assign(&instance, store, &input, max_output, max_message)
+                    .await
+            })
+            .await;
+        let fuel = sandbox.consumed();
+        let output = match result {
+            Ok(Ok(output)) => {
+                self.log_output(&sandbox);
+                Ok(output)
+            }
+            Ok(Err(Refusal::Guest(message))) => {
+                self.log_output(&sandbox);
+                Err(TaskAssignorError::new(
+                    &self.name,
+                    ErrorKind::GuestError,
+                    message,
+                ))
+            }
+            Ok(Err(Refusal::Invalid(message))) => {
+                self.log_output(&sandbox);
+                Err(TaskAssignorError::new(
+                    &self.name,
+                    ErrorKind::InvalidOutput,
+                    message,
+                ))
+            }
+            Err(e) => Err(self.classify(e, &sandbox, "assigning")),
+        };
+        Called {
+            output: output.map_err(|e| e.with_fuel(Some(fuel))),
+            fuel,
+            peak_memory: sandbox.store.data().peak_memory,
+        }
+    }
+
+    /// Instantiates the component in `sandbox` and runs `f` on the instance, the whole of it
+    /// under the call's deadline: the epoch stops wasm code, and a call still waiting in a
+    /// host function [`DEADLINE_GRACE`] after the deadline is dropped.
+    async fn bounded<'a, F, Fut, R>(&self, sandbox: &'a mut Sandbox, f: F) -> Result<R, Stop>
+    where
+        F: FnOnce(wasmtime::component::Instance, &'a mut Store<CallState>) -> Fut,
+        Fut: Future<Output = wasmtime::Result<R>>,
+    {
+        let deadline = self.limits().get_timeout().saturating_add(DEADLINE_GRACE);
+        let store = &mut sandbox.store;
+        let call = async move {
+            let instance = self.pre.instantiate_async(&mut *store).await?;
+            f(instance, store).await
+        };
+        match tokio::time::timeout(deadline, call).await {
+            Ok(result) => result.map_err(Stop::Error),
+            Err(_) => Err(Stop::Deadline),
+        }
     }
 
     fn sandbox(&self) -> Sandbox {
-        let limits = &self.runtime.inner.limits;
+        let limits = self.limits();
         let capture = Capture::new(limits.get_max_stderr_bytes());
         let mut store = Store::new(
             &self.runtime.inner.engine,
             CallState::new(limits.get_memory_bytes(), &capture),
         );
         store.limiter(|state| state);
+        store.call_hook(CallState::hook);
         let fuel = limits.get_fuel().unwrap_or(u64::MAX);
         store
             .set_fuel(fuel)
@@ -300,27 +422,45 @@ impl ComponentAssignor {
 
     /// Turns a failed call into the error kind the limits and trap say, with the guest's
     /// captured output for context.
-    fn classify(
-        &self,
-        error: wasmtime::Error,
-        sandbox: &Sandbox,
-        doing: &str,
-    ) -> TaskAssignorError {
-        let limits = &self.runtime.inner.limits;
+    fn classify(&self, stop: Stop, sandbox: &Sandbox, doing: &str) -> TaskAssignorError {
+        let limits = self.limits();
         let state = sandbox.store.data();
         let output = sandbox.capture.text();
+        let fuel = sandbox.consumed();
+        let error = match stop {
+            Stop::Error(error) => error,
+            Stop::Deadline => {
+                let message = format!(
+                    "exceeded the wall-clock deadline of {:?} while {doing}, waiting in a host \
+                     call (a sleep or poll: a guest's clock never advances, so it waits \
+                     forever); raise the timeout only if the assignor needs the time",
+                    limits.get_timeout()
+                );
+                tracing::warn!(assignor = %self.name, kind = %ErrorKind::Timeout, fuel, "assignor call failed");
+                return TaskAssignorError::new(&self.name, ErrorKind::Timeout, message)
+                    .with_fuel(Some(fuel));
+            }
+        };
         if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
             return TaskAssignorError::new(
                 &self.name,
-                ErrorKind::Trap,
+                ErrorKind::Capacity,
                 format!(
                     "not started: the runtime is already running its maximum of {} concurrent \
-                     calls; retry later",
+                     calls; retry at once or raise max.concurrent.calls",
                     limits.get_max_concurrent_calls()
                 ),
             );
         }
         let (kind, mut message) = match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) if state.host_fuel_exhausted => (
+                ErrorKind::OutOfFuel,
+                format!(
+                    "ran out of fuel ({} units) while {doing}, charged for host calls ({} fuel \
+                     per byte written or made for the guest); write and ask for less",
+                    sandbox.fuel, FUEL_PER_HOST_BYTE
+                ),
+            ),
             Some(Trap::OutOfFuel) => (
                 ErrorKind::OutOfFuel,
                 format!(
@@ -346,10 +486,22 @@ impl ComponentAssignor {
             _ if state.memory_denied => (
                 ErrorKind::MemoryLimit,
                 format!(
-                    "tried to grow linear memory past the limit of {} bytes while {doing} (peak \
-                     granted: {} bytes)",
-                    limits.get_memory_bytes(),
-                    state.peak_memory
+                    "tried to grow linear memory past the limit of {} while {doing} (peak \
+                     granted: {})",
+                    limits::bytes(limits.get_memory_bytes() as u64),
+                    limits::bytes(state.peak_memory as u64)
+                ),
+            ),
+            // A Rust guest keeps its stack in linear memory, growing down from its top to
+            // address 0; past 0 the stack pointer wraps and the next access is out of bounds.
+            // Safe Rust cannot access memory out of bounds otherwise, so this is how the
+            // guest's own stack overflow shows.
+            Some(Trap::MemoryOutOfBounds) => (
+                ErrorKind::StackOverflow,
+                format!(
+                    "accessed linear memory out of bounds while {doing}: the guest's own stack \
+                     (in linear memory) overflowed, from deep recursion or large locals (or \
+                     unsafe code wrote through a wild pointer)"
                 ),
             ),
             Some(trap) => match panic_report(&output) {
@@ -359,29 +511,38 @@ impl ComponentAssignor {
                 ),
                 None => (ErrorKind::Trap, format!("trapped while {doing}: {trap}")),
             },
-            None => (
-                ErrorKind::Trap,
-                format!("failed while {doing}: {}", error.root_cause()),
-            ),
+            None => (ErrorKind::Trap, host_call_failure(&error, doing)),
         };
         if !output.is_empty() {
             message.push_str("; guest output:\n");
             message.push_str(output.trim_end());
         }
-        let fuel = sandbox.consumed();
         tracing::warn!(assignor = %self.name, kind = %kind, fuel, "assignor call failed");
         TaskAssignorError::new(&self.name, kind, message).with_fuel(Some(fuel))
     }
 }
 
-/// The exports of an instance.
-fn api(instance: &boundary::Assignor) -> &boundary::TaskAssignorApi {
-    instance.kafka_streams_assignor_task_assignor()
+/// A call that failed in a host function or in lifting, said in terms of the limit it hit.
+fn host_call_failure(error: &wasmtime::Error, doing: &str) -> String {
+    let cause = error.root_cause().to_string();
+    if cause.contains("fuel allocated for hostcalls") {
+        format!(
+            "passed more than {} to one host call while {doing}; write in smaller pieces",
+            limits::bytes(crate::wasi::HOST_CALL_BYTES as u64)
+        )
+    } else if cause.contains("requested len") {
+        format!(
+            "asked for more than {} of randomness in one call while {doing}",
+            limits::bytes(crate::wasi::MAX_RANDOM_BYTES)
+        )
+    } else {
+        format!("failed while {doing}: {}", limits::cut(&cause, 1024))
+    }
 }
 
 /// Drives one of the calls above to completion on this thread, for the synchronous API.
 /// WASI's synchronous bindings do the same per host call (inside Tokio, a runtime context
-/// is needed for its host functions); here it is once per call.
+/// is needed for its host functions and the deadline's timer); here it is once per call.
 fn block_on<F: Future>(call: F) -> F::Output {
     wasmtime_wasi::runtime::in_tokio(call)
 }

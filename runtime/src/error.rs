@@ -5,6 +5,7 @@ use std::fmt;
 /// Why an assignment failed (DESIGN §5 error kinds; the wire names are the `Display` form).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The call used up its fuel.
     OutOfFuel,
@@ -22,13 +23,19 @@ pub enum ErrorKind {
     /// The assignor returned an assignment that breaks a rule; the message says which.
     InvalidOutput,
     /// The component could not be loaded: not a component, wrong world or version, forbidden
-    /// import, failing `configure`.
+    /// import, too big to compile, failing `configure`.
     Load,
+    /// The group is over one of the runtime's input limits (members, subtopologies,
+    /// partitions, tasks, id length): refused before any work, the assignor never ran.
+    InputLimit,
+    /// The host had no capacity for the call (every instance slot in use): not the assignor's
+    /// fault, so a coordinator retries at once, without backoff or capture.
+    Capacity,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 10] = [
         Self::OutOfFuel,
         Self::MemoryLimit,
         Self::StackOverflow,
@@ -37,6 +44,8 @@ impl ErrorKind {
         Self::GuestError,
         Self::InvalidOutput,
         Self::Load,
+        Self::InputLimit,
+        Self::Capacity,
     ];
 
     /// The kind's stable wire name, e.g. `out-of-fuel`.
@@ -50,6 +59,8 @@ impl ErrorKind {
             Self::GuestError => "guest-error",
             Self::InvalidOutput => "invalid-output",
             Self::Load => "load",
+            Self::InputLimit => "input-limit",
+            Self::Capacity => "capacity",
         }
     }
 }

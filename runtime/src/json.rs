@@ -11,7 +11,7 @@ use assignor_sdk::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::TaskAssignorError;
-use crate::limits::Limits;
+use crate::limits::{Limits, cut};
 use crate::usage::Usage;
 
 /// Subtopology id → partitions, as in Kafka's per-member task maps.
@@ -106,16 +106,50 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> InputError {
     }
 }
 
+/// How much of a parser's message, or of an id it echoes, an input error keeps.
+const ECHO_BYTES: usize = 256;
+
+/// Parses and checks a group input document under the default [`Limits`]; see
+/// [`parse_input_with`].
+pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
+    parse_input_with(text, &Limits::default())
+}
+
 /// Parses and checks a group input document.
 ///
 /// Beyond the JSON shape (unknown fields are errors), the document must be consistent: unique
 /// subtopology and member ids, and every task a member reports must exist in the topology.
-pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
+/// It must also be within `limits`' input limits (document size, members, subtopologies,
+/// partitions, tasks, id length), checked before anything is sized from its numbers; the
+/// work is linear in the document. Errors echo at most a few hundred bytes of it.
+pub fn parse_input_with(text: &str, limits: &Limits) -> Result<(GroupSpec, Topology), InputError> {
+    let max = limits.get_max_input_bytes();
+    if text.len() > max {
+        return Err(err(
+            ".",
+            format!(
+                "the document is {}, over the limit of {} (max.input.bytes)",
+                crate::limits::bytes(text.len() as u64),
+                crate::limits::bytes(max as u64)
+            ),
+        ));
+    }
     let de = &mut serde_json::Deserializer::from_str(text);
     let doc: InputDoc = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        err(path, e.into_inner().to_string())
+        let path = cut(&e.path().to_string(), ECHO_BYTES).into_owned();
+        err(path, cut(&e.into_inner().to_string(), ECHO_BYTES))
     })?;
+    let limit = |e: crate::limits::InputLimitError| err(e.field.clone(), e.to_string());
+    limits
+        .check_counts(
+            doc.members.len(),
+            doc.topology.subtopologies.len(),
+            doc.topology
+                .subtopologies
+                .iter()
+                .map(|s| s.max_num_input_partitions),
+        )
+        .map_err(limit)?;
 
     let mut index: HashMap<&str, u32> = HashMap::new();
     let mut racks: Vec<String> = Vec::new();
@@ -126,7 +160,7 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
         if index.insert(&s.id, i as u32).is_some() {
             return Err(err(
                 format!("{path}.id"),
-                format!("duplicate subtopology id {:?}", s.id),
+                format!("duplicate subtopology id {:?}", cut(&s.id, ECHO_BYTES)),
             ));
         }
         let mut source_topics = Vec::with_capacity(s.source_topics.len());
@@ -170,7 +204,8 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
     }
 
     let task = |path: &str, sid: &str, partition: u32| -> Result<TaskId, InputError> {
-        let Some(&s) = index.get(sid) else {
+        let sid = cut(sid, ECHO_BYTES);
+        let Some(&s) = index.get(&*sid) else {
             return Err(err(
                 format!("{path}[{sid:?}]"),
                 format!("unknown subtopology {sid:?}"),
@@ -215,7 +250,7 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
                 format!("{path}.memberId"),
                 format!(
                     "duplicate member id {:?} (also members[{first}])",
-                    m.member_id
+                    cut(&m.member_id, ECHO_BYTES)
                 ),
             ));
         }
@@ -232,19 +267,19 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
             task_end_offsets: offsets(format!("{path}.taskEndOffsets"), &m.task_end_offsets)?,
         });
     }
-    Ok((
-        GroupSpec {
-            members,
-            configs: AssignmentConfigs {
-                num_standby_replicas: doc.configs.num_standby_replicas,
-                rack_aware_assignment_tags: doc.configs.rack_aware_assignment_tags,
-            },
+    let group = GroupSpec {
+        members,
+        configs: AssignmentConfigs {
+            num_standby_replicas: doc.configs.num_standby_replicas,
+            rack_aware_assignment_tags: doc.configs.rack_aware_assignment_tags,
         },
-        Topology {
-            subtopologies,
-            racks,
-        },
-    ))
+    };
+    let topology = Topology {
+        subtopologies,
+        racks,
+    };
+    limits.check_group(&group, &topology).map_err(limit)?;
+    Ok((group, topology))
 }
 
 /// The output document: member id → its new tasks.
@@ -415,6 +450,71 @@ mod tests {
 
     fn parse(text: &str) -> Result<(GroupSpec, Topology), InputError> {
         parse_input(text)
+    }
+
+    /// A group over an input limit is refused before anything is sized from its numbers,
+    /// naming the field, the value and the limit: 100 subtopologies of `u32::MAX` partitions
+    /// (which once made the host allocate 1.7 TB and abort), too many members, a huge id.
+    #[test]
+    fn limits_are_checked_before_the_work() {
+        let subtopology = r#"{"id":"s","maxNumInputPartitions":4294967295,"isStateful":true}"#;
+        let subtopologies: Vec<String> = (0..100)
+            .map(|i| subtopology.replace(r#""s""#, &format!(r#""s{i}""#)))
+            .collect();
+        let text = format!(
+            r#"{{"topology":{{"subtopologies":[{}]}},"members":[]}}"#,
+            subtopologies.join(",")
+        );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.path, "topology.subtopologies[0].maxNumInputPartitions");
+        assert!(
+            e.message
+                .contains("4294967295, over the limit of 100000 (max.partitions)"),
+            "{e}"
+        );
+        let limits = Limits::default().max_partitions(u32::MAX);
+        let e = parse_input_with(&text, &limits).unwrap_err();
+        assert!(e.message.contains("(max.tasks)"), "{e}");
+
+        let member = |i: usize| format!(r#"{{"memberId":"m{i}","processId":"p"}}"#);
+        let members: Vec<String> = (0..3).map(member).collect();
+        let text = format!(
+            r#"{{"topology":{{"subtopologies":[]}},"members":[{}]}}"#,
+            members.join(",")
+        );
+        let e = parse_input_with(&text, &Limits::default().max_members(2)).unwrap_err();
+        assert_eq!(e.path, "members");
+        assert!(
+            e.message.contains("3, over the limit of 2 (max.members)"),
+            "{e}"
+        );
+
+        let huge = "x".repeat(10 << 20);
+        let text = format!(
+            r#"{{"topology":{{"subtopologies":[]}},"members":[{{"memberId":"{huge}","processId":"p"}}]}}"#
+        );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.path, "members[0].memberId (bytes)");
+        assert!(
+            e.to_string().len() < 300,
+            "the id is not echoed: {} bytes",
+            e.to_string().len()
+        );
+        let e = parse_input_with(&text, &Limits::default().max_input_bytes(1 << 20)).unwrap_err();
+        assert!(
+            e.message
+                .contains("over the limit of 1 MiB (max.input.bytes)"),
+            "{e}"
+        );
+    }
+
+    /// Parser messages and echoed ids are cut, so an error never carries the document.
+    #[test]
+    fn errors_echo_little() {
+        let field = "f".repeat(1 << 20);
+        let text = format!(r#"{{"{field}":1}}"#);
+        let e = parse(&text).unwrap_err();
+        assert!(e.to_string().len() < 1024, "{} bytes", e.to_string().len());
     }
 
     /// The contract's example parses into indices, interned racks and per-member task sets.

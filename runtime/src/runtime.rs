@@ -10,11 +10,11 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::boundary::AssignorPre;
+use crate::boundary::Exports;
 use crate::cache::{self, ArtifactCache};
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
-use crate::limits::Limits;
+use crate::limits::{self, Limits};
 use crate::wasi::{self, CallState};
 
 /// How often the epoch advances; wall-clock deadlines are rounded up to it.
@@ -126,13 +126,9 @@ impl Runtime {
     ) -> Result<ComponentAssignor, TaskAssignorError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| {
-            TaskAssignorError::new(
-                &origin,
-                ErrorKind::Load,
-                format!("cannot read the component file: {e}"),
-            )
-        })?;
+        let max = self.inner.limits.get_max_component_bytes();
+        let bytes = read_bounded(path, max)
+            .map_err(|message| TaskAssignorError::new(&origin, ErrorKind::Load, message))?;
         self.load(&bytes, &origin, config)
     }
 
@@ -154,10 +150,7 @@ impl Runtime {
         let inner = &self.inner;
         let max = inner.limits.get_max_component_bytes();
         if bytes.len() > max {
-            return Err(fail(format!(
-                "the component is {} bytes, over the {max}-byte limit",
-                bytes.len()
-            )));
+            return Err(fail(too_big(bytes.len() as u64, max)));
         }
         check_header(bytes).map_err(fail)?;
         let hash = cache::content_hash(bytes);
@@ -172,13 +165,43 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| fail(format!("cannot link its imports: {e:#}")))?;
-        let pre = AssignorPre::new(pre).map_err(|e| {
-            fail(format!(
-                "its `{EXPORT_NAME}` export does not match this runtime's WIT: {e:#}"
-            ))
-        })?;
-        ComponentAssignor::load(self.clone(), pre, hash, origin, config)
+        let exports = Exports::new(&pre).map_err(fail)?;
+        ComponentAssignor::load(self.clone(), pre, exports, hash, origin, config)
     }
+}
+
+/// The refusal of a component over the size limit.
+fn too_big(len: u64, max: usize) -> String {
+    format!(
+        "the component is {}, over the {} limit (max.component.bytes); build it in release \
+         mode, or raise the limit",
+        limits::bytes(len),
+        limits::bytes(max as u64)
+    )
+}
+
+/// Reads a component file of at most `max` bytes, refusing a larger one from its metadata
+/// (or, for a file that grows or lies about its size, after reading `max + 1` bytes) rather
+/// than reading it whole.
+fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read the component file: {e}"))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot read the component file: {e}"))?
+        .len();
+    if len > max as u64 {
+        return Err(too_big(len, max));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the component file: {e}"))?;
+    if bytes.len() > max {
+        return Err(too_big(bytes.len() as u64, max));
+    }
+    Ok(bytes)
 }
 
 impl std::fmt::Debug for Inner {

@@ -6,17 +6,28 @@
 //! network, a clock stuck at zero and a fixed random stream, so the same input gives the same
 //! output and fuel. Stdout and stderr go to one bounded capture whose tail ends up in trap
 //! messages (that is where a panic's message and location are).
+//!
+//! Host functions are bounded too. What a guest passes to one is capped at
+//! [`HOST_CALL_BYTES`] (wasmtime's hostcall fuel), one `get-random-bytes` at
+//! [`MAX_RANDOM_BYTES`], and every byte a host function moves for the guest (output written,
+//! random bytes made) is charged to the call's fuel at [`FUEL_PER_HOST_BYTE`] when the host
+//! function returns: a guest that loops on host calls runs out of fuel as one that loops in
+//! wasm does, deterministically. A host function that waits (a sleep, a poll) is cut off by
+//! the call's deadline, which covers the whole call (see `component`).
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use wasmtime::ResourceLimiter;
+use rand_core::TryRng;
 use wasmtime::component::ResourceTable;
+use wasmtime::{CallHook, ResourceLimiter, StoreContextMut, Trap};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{
@@ -57,6 +68,18 @@ pub(crate) fn import_allowed(name: &str) -> bool {
     ALLOWED_IMPORTS.contains(&unversioned)
 }
 
+/// Most bytes a guest may pass to one host function (a write's buffer, a poll's list): 64 KiB,
+/// the write permit WASI streams hand out, so a well-behaved guest never comes near it.
+pub(crate) const HOST_CALL_BYTES: usize = 64 << 10;
+
+/// Most bytes one `get-random-bytes` or `get-insecure-random-bytes` may ask for: 64 KiB
+/// (Rust's std and `getrandom` ask for a few dozen).
+pub(crate) const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
+/// Fuel charged per byte a host function moves for the guest: about what the guest itself
+/// would pay to touch that byte, so host work costs the same as guest work.
+pub const FUEL_PER_HOST_BYTE: u64 = 4;
+
 /// Everything one call's `Store` holds.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -67,18 +90,31 @@ pub(crate) struct CallState {
     pub(crate) peak_memory: usize,
     /// Set when the limiter refused a growth: the trap that follows is a memory-limit hit.
     pub(crate) memory_denied: bool,
+    /// Bytes host functions have moved for the guest (output, randomness), shared with the
+    /// capture and the generators that count them.
+    host_bytes: Arc<AtomicU64>,
+    /// How many of `host_bytes` have been charged to fuel.
+    charged_bytes: u64,
+    /// Set when charging host work ran the call out of fuel.
+    pub(crate) host_fuel_exhausted: bool,
 }
 
 impl CallState {
     pub(crate) fn new(memory_limit: usize, capture: &Capture) -> Self {
+        let host_bytes = Arc::clone(&capture.host_bytes);
+        let counted = |seed: Vec<u8>| Counted {
+            inner: Deterministic::new(seed),
+            bytes: Arc::clone(&host_bytes),
+        };
         let wasi = WasiCtxBuilder::new()
             .stdout(capture.clone())
             .stderr(capture.clone())
             .wall_clock(FrozenClock)
             .monotonic_clock(FrozenClock)
-            .secure_random(Deterministic::new(vec![0x5a, 0x17, 0xc3, 0x8e]))
-            .insecure_random(Deterministic::new(vec![0x3c, 0x91, 0x4b, 0xe2]))
+            .secure_random(counted(vec![0x5a, 0x17, 0xc3, 0x8e]))
+            .insecure_random(counted(vec![0x3c, 0x91, 0x4b, 0xe2]))
             .insecure_random_seed(0x6b61_666b_615f_7374_7265_616d_735f_3031)
+            .max_random_size(MAX_RANDOM_BYTES)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
@@ -90,7 +126,66 @@ impl CallState {
             memory: 0,
             peak_memory: 0,
             memory_denied: false,
+            host_bytes,
+            charged_bytes: 0,
+            host_fuel_exhausted: false,
         }
+    }
+
+    /// The store's call hook: bounds what a guest passes to a host function and charges the
+    /// bytes host functions moved to the call's fuel.
+    ///
+    /// A guest → host call lifts its arguments under the hostcall fuel set on entry; the
+    /// results of our own exports are lifted lazily (lengths first, nothing copied), so when
+    /// an export returns the cap is lifted and the host checks them against its own limits.
+    pub(crate) fn hook(mut cx: StoreContextMut<'_, Self>, hook: CallHook) -> wasmtime::Result<()> {
+        match hook {
+            CallHook::CallingHost => cx.set_hostcall_fuel(HOST_CALL_BYTES),
+            CallHook::ReturningFromWasm => cx.set_hostcall_fuel(usize::MAX),
+            CallHook::ReturningFromHost => {
+                let state = cx.data_mut();
+                let moved = state.host_bytes.load(Ordering::Relaxed);
+                let bytes = moved - state.charged_bytes;
+                if bytes > 0 {
+                    state.charged_bytes = moved;
+                    let cost = bytes.saturating_mul(FUEL_PER_HOST_BYTE);
+                    let fuel = cx.get_fuel()?;
+                    if fuel < cost {
+                        cx.set_fuel(0)?;
+                        cx.data_mut().host_fuel_exhausted = true;
+                        return Err(Trap::OutOfFuel.into());
+                    }
+                    cx.set_fuel(fuel - cost)?;
+                }
+            }
+            CallHook::CallingWasm => {}
+        }
+        Ok(())
+    }
+}
+
+/// A deterministic generator that counts the bytes it makes, so they are charged as host work.
+struct Counted {
+    inner: Deterministic,
+    bytes: Arc<AtomicU64>,
+}
+
+impl TryRng for Counted {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        self.bytes.fetch_add(4, Ordering::Relaxed);
+        self.inner.try_next_u32()
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        self.bytes.fetch_add(8, Ordering::Relaxed);
+        self.inner.try_next_u64()
+    }
+
+    fn try_fill_bytes(&mut self, buf: &mut [u8]) -> Result<(), Infallible> {
+        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.inner.try_fill_bytes(buf)
     }
 }
 
@@ -156,8 +251,12 @@ impl HostMonotonicClock for FrozenClock {
 
 /// The guest's stdout and stderr: keeps the last `capacity` bytes and counts the rest, so a
 /// chatty guest never fails on a full pipe and the end (where a panic message is) survives.
+/// Every byte written counts as host work (see [`CallState::hook`]).
 #[derive(Clone, Debug)]
-pub(crate) struct Capture(Arc<Mutex<Tail>>);
+pub(crate) struct Capture {
+    tail: Arc<Mutex<Tail>>,
+    host_bytes: Arc<AtomicU64>,
+}
 
 #[derive(Debug)]
 struct Tail {
@@ -168,15 +267,20 @@ struct Tail {
 
 impl Capture {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self(Arc::new(Mutex::new(Tail {
-            bytes: VecDeque::new(),
-            capacity,
-            dropped: 0,
-        })))
+        Self {
+            tail: Arc::new(Mutex::new(Tail {
+                bytes: VecDeque::new(),
+                capacity,
+                dropped: 0,
+            })),
+            host_bytes: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     fn push(&self, data: &[u8]) {
-        let mut tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        self.host_bytes
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        let mut tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
         let keep = data.len().min(tail.capacity);
         tail.dropped += data.len() - keep;
         tail.bytes.extend(&data[data.len() - keep..]);
@@ -187,7 +291,7 @@ impl Capture {
 
     /// What was captured, lossily decoded, with a note when the start was cut.
     pub(crate) fn text(&self) -> String {
-        let tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
         let (a, b) = tail.bytes.as_slices();
         let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
         if tail.dropped > 0 {
