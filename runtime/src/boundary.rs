@@ -2,22 +2,17 @@
 //! calls of the three exports, and the conversion between WIT values and the SDK's domain
 //! model. Nothing else in the runtime sees WIT types.
 //!
-//! What a guest returns is lifted lazily ([`WasmList`], [`WasmStr`]): the host sees the
-//! lengths first and checks them against its limits before it copies anything, so a guest
-//! cannot make the host allocate more than the output limit (lists) or the message and name
-//! limits (strings), however much it returns.
+//! What a guest returns is lifted under wasmtime's hostcall fuel, which the store's call hook
+//! sets when an export returns ([`CallState::hook`](crate::wasi::CallState)): a list or string
+//! is checked against it before it is copied, so a guest cannot make the host allocate more
+//! than the output limit, however much it returns. (Lifting lazily, as `WasmList`, is not an
+//! option: the guest's post-return function frees the lists before the host could read them.)
 
 use std::collections::{BTreeMap, HashMap};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskId, TaskSet, Topology};
-use wasmtime::Store;
-use wasmtime::component::{
-    ComponentExportIndex, ComponentType, Instance, InstancePre, Lift, WasmList, WasmStr,
-};
 
 use crate::limits::cut;
-use crate::runtime::EXPORT_NAME;
-use crate::wasi::CallState;
 
 mod bindings {
     // Exports are called with `call_async` so that the service can run a call on its async
@@ -29,199 +24,25 @@ mod bindings {
     });
 }
 
-use bindings::AssignorPre;
 use bindings::kafka::streams_assignor::types as wit;
 
-/// `member-tasks` as returned by a guest, not yet copied.
-#[derive(ComponentType, Lift)]
-#[component(record)]
-struct LazyTasks {
-    members: WasmList<u32>,
-    subtopologies: WasmList<u32>,
-    partitions: WasmList<u32>,
-}
+pub(crate) use bindings::exports::kafka::streams_assignor::task_assignor::Guest as TaskAssignorApi;
+pub(crate) use bindings::{Assignor, AssignorPre};
 
-/// `group-assignment` as returned by a guest, not yet copied.
-#[derive(ComponentType, Lift)]
-#[component(record)]
-struct LazyAssignment {
-    #[component(name = "active-tasks")]
-    active_tasks: LazyTasks,
-    #[component(name = "standby-tasks")]
-    standby_tasks: LazyTasks,
-}
+/// What a guest returned from `assign`.
+pub(crate) type Output = wit::GroupAssignment;
 
-/// `assign-error` as returned by a guest, not yet copied.
-#[derive(ComponentType, Lift)]
-#[component(record)]
-struct LazyError {
-    message: WasmStr,
-}
+/// Hostcall fuel for lifting `name()`'s result: a name is at most 249 bytes, and one up to
+/// this size is still lifted so that the refusal can say how long it was.
+pub(crate) const NAME_RESULT_BYTES: usize = 4 << 10;
 
-/// One `member-tasks` list triple, copied out of the guest.
-#[derive(Debug, Default)]
-pub(crate) struct Tasks {
-    pub(crate) members: Vec<u32>,
-    pub(crate) subtopologies: Vec<u32>,
-    pub(crate) partitions: Vec<u32>,
-}
-
-/// What a guest returned from `assign`, copied out once its size was checked.
-#[derive(Debug, Default)]
-pub(crate) struct Output {
-    pub(crate) active: Tasks,
-    pub(crate) standby: Tasks,
-    /// Canonical-ABI bytes of the lists.
-    pub(crate) bytes: usize,
-}
-
-/// Why `assign` gave no output to convert.
-#[derive(Debug)]
-pub(crate) enum Refusal {
-    /// The guest returned an `assign-error`; its message, cut to the message limit.
-    Guest(String),
-    /// What it returned breaks a rule the host checks before copying (size, shape).
-    Invalid(String),
-}
-
-/// A string a guest returned: cut to a limit where it entered the host, with its real length.
-#[derive(Debug)]
-pub(crate) struct GuestText {
-    pub(crate) text: String,
-    pub(crate) len: usize,
-}
-
-/// The assignor interface's exports of a component, resolved and type-checked once at load.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Exports {
-    name: ComponentExportIndex,
-    configure: ComponentExportIndex,
-    assign: ComponentExportIndex,
-}
-
-impl Exports {
-    /// The exports of `pre`'s component; `Err` says how they differ from this runtime's WIT.
-    pub(crate) fn new(pre: &InstancePre<CallState>) -> Result<Self, String> {
-        AssignorPre::new(pre.clone()).map_err(|e| {
-            format!("its `{EXPORT_NAME}` export does not match this runtime's WIT: {e:#}")
-        })?;
-        let component = pre.component();
-        let missing = || format!("its `{EXPORT_NAME}` export is incomplete");
-        let interface = component
-            .get_export_index(None, EXPORT_NAME)
-            .ok_or_else(missing)?;
-        let func = |name: &str| {
-            component
-                .get_export_index(Some(&interface), name)
-                .ok_or_else(missing)
-        };
-        Ok(Self {
-            name: func("name")?,
-            configure: func("configure")?,
-            assign: func("assign")?,
-        })
-    }
-
-    /// Calls `name()`, keeping at most `max` bytes of what it returns.
-    pub(crate) async fn name(
-        &self,
-        instance: &Instance,
-        store: &mut Store<CallState>,
-        max: usize,
-    ) -> wasmtime::Result<GuestText> {
-        let f = instance.get_typed_func::<(), (WasmStr,)>(&mut *store, self.name)?;
-        let (name,) = f.call_async(&mut *store, ()).await?;
-        let name = name.to_str(&*store)?;
-        Ok(GuestText {
-            text: cut(&name, max).into_owned(),
-            len: name.len(),
-        })
-    }
-
-    /// Calls `configure(config)`; a rejection's message is cut to `max_message` bytes.
-    pub(crate) async fn configure(
-        &self,
-        instance: &Instance,
-        store: &mut Store<CallState>,
-        config: &[(String, String)],
-        max_message: usize,
-    ) -> wasmtime::Result<Result<(), String>> {
-        let f = instance.get_typed_func::<(&[(String, String)],), (Result<(), WasmStr>,)>(
-            &mut *store,
-            self.configure,
-        )?;
-        let (result,) = f.call_async(&mut *store, (config,)).await?;
-        Ok(match result {
-            Ok(()) => Ok(()),
-            Err(message) => Err(cut(&message.to_str(&*store)?, max_message).into_owned()),
-        })
-    }
-
-    /// Calls `assign(input)` and copies what it returns out of the guest once its lengths are
-    /// within `max_output_bytes` and consistent; an `assign-error`'s message is cut to
-    /// `max_message` bytes.
-    pub(crate) async fn assign(
-        &self,
-        instance: &Instance,
-        store: &mut Store<CallState>,
-        input: &Input,
-        max_output_bytes: usize,
-        max_message: usize,
-    ) -> wasmtime::Result<Result<Output, Refusal>> {
-        let f = instance
-            .get_typed_func::<(&wit::GroupSpec, &wit::Topology), (Result<LazyAssignment, LazyError>,)>(
-                &mut *store,
-                self.assign,
-            )?;
-        let (result,) = f
-            .call_async(&mut *store, (&input.group, &input.topology))
-            .await?;
-        let out = match result {
-            Ok(out) => out,
-            Err(e) => {
-                let message = e.message.to_str(&*store)?;
-                return Ok(Err(Refusal::Guest(cut(&message, max_message).into_owned())));
-            }
-        };
-        let lists = [
-            ("active", &out.active_tasks),
-            ("standby", &out.standby_tasks),
-        ];
-        let bytes: usize = lists
-            .iter()
-            .map(|(_, l)| (l.members.len() + l.subtopologies.len() + l.partitions.len()) * 4)
-            .sum();
-        if bytes > max_output_bytes {
-            return Ok(Err(Refusal::Invalid(format!(
-                "output too large: {} returned, over the {} limit (max.output.bytes); an \
-                 assignment has 12 bytes per task and member",
-                crate::limits::bytes(bytes as u64),
-                crate::limits::bytes(max_output_bytes as u64),
-            ))));
-        }
-        for (kind, l) in lists {
-            let lens = [l.members.len(), l.subtopologies.len(), l.partitions.len()];
-            if let Err(message) = check_shape(kind, lens) {
-                return Ok(Err(Refusal::Invalid(message)));
-            }
-        }
-        let copy = |l: &WasmList<u32>| -> Vec<u32> {
-            l.as_le_slice(&*store)
-                .iter()
-                .map(|&v| u32::from_le(v))
-                .collect()
-        };
-        let tasks = |l: &LazyTasks| Tasks {
-            members: copy(&l.members),
-            subtopologies: copy(&l.subtopologies),
-            partitions: copy(&l.partitions),
-        };
-        Ok(Ok(Output {
-            active: tasks(&out.active_tasks),
-            standby: tasks(&out.standby_tasks),
-            bytes,
-        }))
-    }
+/// Hostcall fuel for lifting what `configure` or `assign` returned under `limits`: the output
+/// limit (an error message is cut to its own, smaller limit once lifted), plus list headers.
+pub(crate) fn result_bytes(limits: &crate::Limits) -> usize {
+    limits
+        .get_max_output_bytes()
+        .max(limits.get_max_message_bytes())
+        .saturating_add(64)
 }
 
 /// Canonical-ABI bytes of one `member-tasks` entry (three `u32`s).
@@ -408,8 +229,8 @@ fn check_shape(kind: &str, [m, s, p]: [usize; 3]) -> Result<(), String> {
 }
 
 /// The host's checks of a returned assignment without a guest, for the fuzz targets
-/// (`tests/fuzz`): the shape check of the lazy lift, then [`output`]. Each array is the
-/// members, subtopologies and partitions lists.
+/// (`tests/fuzz`): [`output`] on the lists. Each array is the members, subtopologies and
+/// partitions lists.
 #[doc(hidden)]
 pub fn fuzz_output(
     active: [Vec<u32>; 3],
@@ -417,28 +238,32 @@ pub fn fuzz_output(
     group: &GroupSpec,
     topology: &Topology,
 ) -> Result<GroupAssignment, String> {
-    let tasks = |kind: &str, [members, subtopologies, partitions]: [Vec<u32>; 3]| {
-        check_shape(kind, [members.len(), subtopologies.len(), partitions.len()])?;
-        Ok::<_, String>(Tasks {
-            members,
-            subtopologies,
-            partitions,
-        })
+    let tasks = |[members, subtopologies, partitions]: [Vec<u32>; 3]| wit::MemberTasks {
+        members,
+        subtopologies,
+        partitions,
     };
     let out = Output {
-        active: tasks("active", active)?,
-        standby: tasks("standby", standby)?,
-        bytes: 0,
+        active_tasks: tasks(active),
+        standby_tasks: tasks(standby),
     };
     output(out, group, topology)
+}
+
+/// Canonical-ABI size of a returned assignment.
+pub(crate) fn output_bytes(out: &Output) -> usize {
+    [&out.active_tasks, &out.standby_tasks]
+        .iter()
+        .map(|l| (l.members.len() + l.subtopologies.len() + l.partitions.len()) * 4)
+        .sum()
 }
 
 /// Converts a returned assignment into the domain model for `group`'s members, in time
 /// linear in the output (plus sorting each member's tasks).
 ///
-/// Fails, naming the entry, on what the domain model cannot hold: a member index out of range,
-/// or the same task listed twice for one member. Entries may come in any order; the SDK sends
-/// each member's tasks as one sorted run.
+/// Fails, naming the entry, on what the domain model cannot hold: parallel lists of different
+/// lengths, a member index out of range, or the same task listed twice for one member.
+/// Entries may come in any order; the SDK sends each member's tasks as one sorted run.
 pub(crate) fn output(
     out: Output,
     group: &GroupSpec,
@@ -446,7 +271,15 @@ pub(crate) fn output(
 ) -> Result<GroupAssignment, String> {
     let n = group.members.len();
     let mut assignment = GroupAssignment::empty_for(group);
-    for (kind, list) in [("active", out.active), ("standby", out.standby)] {
+    for (kind, list) in [("active", out.active_tasks), ("standby", out.standby_tasks)] {
+        check_shape(
+            kind,
+            [
+                list.members.len(),
+                list.subtopologies.len(),
+                list.partitions.len(),
+            ],
+        )?;
         // Count per member, then place every entry in its member's slice: one pass each,
         // whatever the order of the entries.
         let mut counts = vec![0usize; n];
@@ -518,8 +351,8 @@ mod tests {
         (group, topology)
     }
 
-    fn tasks(entries: &[(u32, u32)]) -> Tasks {
-        Tasks {
+    fn tasks(entries: &[(u32, u32)]) -> wit::MemberTasks {
+        wit::MemberTasks {
             members: entries.iter().map(|e| e.0).collect(),
             subtopologies: vec![0; entries.len()],
             partitions: entries.iter().map(|e| e.1).collect(),
@@ -568,12 +401,12 @@ mod tests {
         topology.subtopologies[0].max_num_input_partitions = 200_000;
         let n = 200_000u32;
         let out = Output {
-            active: Tasks {
+            active_tasks: wit::MemberTasks {
                 members: (0..n).map(|i| i % 2).collect(),
                 subtopologies: vec![0; n as usize],
                 partitions: (0..n).collect(),
             },
-            ..Output::default()
+            standby_tasks: tasks(&[]),
         };
         let a = output(out, &group, &topology).expect("valid");
         assert_eq!(a.members[0].active_tasks.len(), 100_000);
@@ -585,9 +418,9 @@ mod tests {
     #[test]
     fn output_rejects_what_the_model_cannot_hold() {
         let (group, topology) = input();
-        let out = |active| Output {
-            active,
-            ..Output::default()
+        let out = |active_tasks| Output {
+            active_tasks,
+            standby_tasks: tasks(&[]),
         };
         let ok = output(out(tasks(&[(0, 0), (0, 1)])), &group, &topology).expect("ok");
         assert_eq!(ok.members[0].active_tasks.len(), 2);

@@ -15,10 +15,9 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
-use wasmtime::component::InstancePre;
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 
-use crate::boundary::{self, Exports, Output, Refusal};
+use crate::boundary::{self, AssignorPre, NAME_RESULT_BYTES, Output};
 use crate::cache::{self, ContentHash};
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::{self, Limits};
@@ -58,8 +57,7 @@ pub struct ComponentAssignor {
 /// What a call needs, shared with the call threads.
 struct Loaded {
     runtime: Runtime,
-    pre: InstancePre<CallState>,
-    exports: Exports,
+    pre: AssignorPre<CallState>,
     hash: ContentHash,
     name: String,
     config: Vec<(String, String)>,
@@ -90,10 +88,17 @@ impl Sandbox {
 
 /// What ended a sandboxed call early.
 enum Stop {
-    /// Wasmtime's error (a trap, a limit, a failed host call).
+    /// Wasmtime's error (a trap, a limit, a failed host call, a result over its hostcall
+    /// fuel).
     Error(wasmtime::Error),
     /// The call waited in a host function past its deadline and was dropped.
     Deadline,
+}
+
+/// Why `assign` gave no output to convert.
+enum Refusal {
+    /// The guest returned an `assign-error`; its message, cut to the message limit.
+    Guest(String),
 }
 
 /// A finished call on the call threads: its output or error, and what it used.
@@ -106,8 +111,7 @@ struct Called {
 impl ComponentAssignor {
     pub(crate) fn load(
         runtime: Runtime,
-        pre: InstancePre<CallState>,
-        exports: Exports,
+        pre: AssignorPre<CallState>,
         hash: ContentHash,
         origin: &str,
         config: &BTreeMap<String, String>,
@@ -115,45 +119,51 @@ impl ComponentAssignor {
         let mut loaded = Loaded {
             runtime,
             pre,
-            exports,
             hash,
             name: origin.to_owned(),
             config: config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         };
         // Each sandbox is dropped before the next is made: it holds one of the runtime's
-        // instance slots. The name is cut where it enters the host: only its length of a
-        // longer one is kept.
+        // instance slots. A name longer than `NAME_RESULT_BYTES` is refused before it is
+        // copied; a shorter one is echoed in a refusal only in part.
         let name = {
             let this = &loaded;
             let mut sandbox = this.sandbox();
+            sandbox.store.data_mut().result_bytes = NAME_RESULT_BYTES;
             let called = block_on(this.bounded(&mut sandbox, |instance, store| async move {
-                this.exports
-                    .name(&instance, store, MAX_NAME_BYTES + 1)
-                    .await
+                api(&instance).call_name(store).await
             }));
-            called.map_err(|e| this.classify(e, &sandbox, "calling name()"))?
+            called.map_err(|e| match e {
+                Stop::Error(e) if is_over_result_fuel(&e) => TaskAssignorError::new(
+                    origin,
+                    ErrorKind::Load,
+                    format!(
+                        "name() returned more than {}; a name must be 1 to {MAX_NAME_BYTES} \
+                         bytes without whitespace",
+                        limits::bytes(NAME_RESULT_BYTES as u64)
+                    ),
+                ),
+                e => this.classify(e, &sandbox, "calling name()"),
+            })?
         };
-        if name.len == 0 || name.len > MAX_NAME_BYTES || name.text.chars().any(char::is_whitespace)
-        {
+        if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_whitespace) {
             return Err(TaskAssignorError::new(
                 origin,
                 ErrorKind::Load,
                 format!(
-                    "name() returned {} ({} bytes); a name must be 1 to {MAX_NAME_BYTES} bytes \
+                    "name() returned {:?} ({} bytes); a name must be 1 to {MAX_NAME_BYTES} bytes \
                      without whitespace",
-                    format_args!("{:?}", limits::cut(&name.text, 64)),
-                    name.len
+                    limits::cut(&name, 64),
+                    name.len()
                 ),
             ));
         }
-        loaded.name = name.text;
+        loaded.name = name;
         let this = &loaded;
         let mut sandbox = this.sandbox();
         let max_message = this.limits().get_max_message_bytes();
         let configured = block_on(this.bounded(&mut sandbox, |instance, store| async move {
-            this.exports
-                .configure(&instance, store, &this.config, max_message)
-                .await
+            api(&instance).call_configure(store, &this.config).await
         }));
         match configured {
             Ok(Ok(())) => {}
@@ -161,7 +171,10 @@ impl ComponentAssignor {
                 return Err(TaskAssignorError::new(
                     &loaded.name,
                     ErrorKind::Load,
-                    format!("configure rejected the configuration: {message}"),
+                    format!(
+                        "configure rejected the configuration: {}",
+                        limits::cut(&message, max_message)
+                    ),
                 ));
             }
             Err(e) => return Err(loaded.classify(e, &sandbox, "calling configure()")),
@@ -270,7 +283,7 @@ impl ComponentAssignor {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let fuel = Some(called.fuel);
         let output = called.output?;
-        let output_bytes = output.bytes;
+        let output_bytes = boundary::output_bytes(&output);
         let invalid = |m: String| {
             TaskAssignorError::new(self.name(), ErrorKind::InvalidOutput, m).with_fuel(fuel)
         };
@@ -314,26 +327,23 @@ impl Loaded {
             .fuel_async_yield_interval(yield_fuel)
             .expect("fuel is enabled on the runtime's engine");
         let limits = self.limits();
-        let (max_output, max_message) = (
-            limits.get_max_output_bytes(),
-            limits.get_max_message_bytes(),
-        );
+        let max_message = limits.get_max_message_bytes();
+        sandbox.store.data_mut().result_bytes = boundary::result_bytes(limits);
         let this = &*self;
         let result = this
             .bounded(&mut sandbox, |instance, store| async move {
-                if let Err(message) = this
-                    .exports
-                    .configure(&instance, store, &this.config, max_message)
-                    .await?
-                {
+                let api = api(&instance);
+                if let Err(message) = api.call_configure(&mut *store, &this.config).await? {
                     return Ok(Err(Refusal::Guest(format!(
                         "configure failed in the call's instance, after succeeding at load \
-                         (is it deterministic?): {message}"
+                         (is it deterministic?): {}",
+                        limits::cut(&message, max_message)
                     ))));
                 }
-                this.exports
-                    .assign(&instance, store, &input, max_output, max_message)
-                    .await
+                Ok(api
+                    .call_assign(store, &input.group, &input.topology)
+                    .await?
+                    .map_err(|e| Refusal::Guest(limits::cut(&e.message, max_message).into_owned())))
             })
             .await;
         let fuel = sandbox.consumed();
@@ -350,12 +360,17 @@ impl Loaded {
                     message,
                 ))
             }
-            Ok(Err(Refusal::Invalid(message))) => {
+            Err(Stop::Error(e)) if is_over_result_fuel(&e) => {
                 self.log_output(&sandbox);
                 Err(TaskAssignorError::new(
                     &self.name,
                     ErrorKind::InvalidOutput,
-                    message,
+                    format!(
+                        "output too large: it returned more than {} (max.output.bytes), refused \
+                         before it was copied; an assignment has 12 bytes per task and member, \
+                         an error message should be short",
+                        limits::bytes(limits.get_max_output_bytes() as u64)
+                    ),
                 ))
             }
             Err(e) => Err(self.classify(e, &sandbox, "assigning")),
@@ -372,7 +387,7 @@ impl Loaded {
     /// host function [`DEADLINE_GRACE`] after the deadline is dropped.
     async fn bounded<'a, F, Fut, R>(&self, sandbox: &'a mut Sandbox, f: F) -> Result<R, Stop>
     where
-        F: FnOnce(wasmtime::component::Instance, &'a mut Store<CallState>) -> Fut,
+        F: FnOnce(boundary::Assignor, &'a mut Store<CallState>) -> Fut,
         Fut: Future<Output = wasmtime::Result<R>>,
     {
         let deadline = self.limits().get_timeout().saturating_add(DEADLINE_GRACE);
@@ -522,10 +537,24 @@ impl Loaded {
     }
 }
 
+/// The exports of an instance.
+fn api(instance: &boundary::Assignor) -> &boundary::TaskAssignorApi {
+    instance.kafka_streams_assignor_task_assignor()
+}
+
+/// Whether lifting a result failed on the hostcall fuel its export was given, i.e. the guest
+/// returned more than the host accepts (wasmtime says so only in the message).
+fn is_over_result_fuel(error: &wasmtime::Error) -> bool {
+    error
+        .root_cause()
+        .to_string()
+        .contains("fuel allocated for hostcalls")
+}
+
 /// A call that failed in a host function or in lifting, said in terms of the limit it hit.
 fn host_call_failure(error: &wasmtime::Error, doing: &str) -> String {
     let cause = error.root_cause().to_string();
-    if cause.contains("fuel allocated for hostcalls") {
+    if is_over_result_fuel(error) {
         format!(
             "passed more than {} to one host call while {doing}; write in smaller pieces",
             limits::bytes(crate::wasi::HOST_CALL_BYTES as u64)

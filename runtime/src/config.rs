@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::limits::{
-    DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits,
-};
+use crate::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits};
 
 /// `group.streams.assignors`: the ordered assignor list; the first entry is the default.
 pub const ASSIGNORS: &str = "group.streams.assignors";
@@ -27,6 +25,83 @@ pub const MEMORY_BYTES: &str = "group.streams.assignor.memory.bytes";
 pub const TIMEOUT_MS: &str = "group.streams.assignor.timeout.ms";
 /// `group.streams.assignor.max.output.bytes`: largest assignment a component may return.
 pub const MAX_OUTPUT_BYTES: &str = "group.streams.assignor.max.output.bytes";
+
+/// A size or count limit under its broker key: how to set it on [`Limits`] and read it back.
+struct SizeLimit {
+    key: &'static str,
+    set: fn(Limits, u64) -> Limits,
+    get: fn(&Limits) -> u64,
+}
+
+/// Every size and count limit a broker config can set, `group.streams.assignor.<name>` where
+/// `<name>` is the limit's name in errors (e.g. `max.partitions`). Values beyond the
+/// platform's `usize` saturate.
+const SIZE_LIMITS: &[SizeLimit] = &[
+    SizeLimit {
+        key: MAX_OUTPUT_BYTES,
+        set: |l, v| l.max_output_bytes(saturate(v)),
+        get: |l| l.get_max_output_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.stderr.bytes",
+        set: |l, v| l.max_stderr_bytes(saturate(v)),
+        get: |l| l.get_max_stderr_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.message.bytes",
+        set: |l, v| l.max_message_bytes(saturate(v)),
+        get: |l| l.get_max_message_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.component.bytes",
+        set: |l, v| l.max_component_bytes(saturate(v)),
+        get: |l| l.get_max_component_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.function.bytes",
+        set: |l, v| l.max_function_bytes(saturate(v)),
+        get: |l| l.get_max_function_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.code.bytes",
+        set: |l, v| l.max_code_bytes(saturate(v)),
+        get: |l| l.get_max_code_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.members",
+        set: |l, v| l.max_members(saturate(v)),
+        get: |l| l.get_max_members() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.subtopologies",
+        set: |l, v| l.max_subtopologies(saturate(v)),
+        get: |l| l.get_max_subtopologies() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.partitions",
+        set: |l, v| l.max_partitions(u32::try_from(v).unwrap_or(u32::MAX)),
+        get: |l| u64::from(l.get_max_partitions()),
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.tasks",
+        set: |l, v| l.max_tasks(saturate(v)),
+        get: |l| l.get_max_tasks() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.input.bytes",
+        set: |l, v| l.max_input_bytes(saturate(v)),
+        get: |l| l.get_max_input_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.id.bytes",
+        set: |l, v| l.max_id_bytes(saturate(v)),
+        get: |l| l.get_max_id_bytes() as u64,
+    },
+];
+
+fn saturate(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
 
 /// The default of [`ASSIGNORS`]: Kafka's, the built-in sticky assignor alone.
 pub const DEFAULT_ASSIGNORS: &[&str] = &["sticky"];
@@ -81,8 +156,9 @@ pub struct BrokerConfig {
     pub num_standby_replicas: u32,
     /// [`RACK_AWARE_ASSIGNMENT_TAGS`].
     pub rack_aware_assignment_tags: Vec<String>,
-    /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`MAX_OUTPUT_BYTES`] over
-    /// [`Limits::default`].
+    /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`MAX_OUTPUT_BYTES`] and
+    /// the other `group.streams.assignor.max.*` size and count limits (see
+    /// [`BrokerConfig::defaults`]) over [`Limits::default`].
     pub limits: Limits,
     /// Where relative component paths in [`ASSIGNORS`] are resolved: the config file's
     /// directory, else the working directory.
@@ -163,8 +239,10 @@ impl BrokerConfig {
             }
             limits = limits.timeout(Duration::from_millis(ms));
         }
-        if let Some(v) = get(MAX_OUTPUT_BYTES) {
-            limits = limits.max_output_bytes(parse_number(MAX_OUTPUT_BYTES, v)?);
+        for limit in SIZE_LIMITS {
+            if let Some(v) = get(limit.key) {
+                limits = (limit.set)(limits, parse_number(limit.key, v)?);
+            }
         }
         Ok(Self {
             originals,
@@ -182,8 +260,9 @@ impl BrokerConfig {
     }
 
     /// The documented defaults of the keys this runtime reads, for `--help` and the README.
-    pub fn defaults() -> [(&'static str, String); 7] {
-        [
+    pub fn defaults() -> Vec<(&'static str, String)> {
+        let limits = Limits::default();
+        let mut defaults = vec![
             (ASSIGNORS, DEFAULT_ASSIGNORS.join(",")),
             (
                 NUM_STANDBY_REPLICAS,
@@ -193,8 +272,13 @@ impl BrokerConfig {
             (FUEL, DEFAULT_FUEL.to_string()),
             (MEMORY_BYTES, DEFAULT_MEMORY_BYTES.to_string()),
             (TIMEOUT_MS, DEFAULT_TIMEOUT.as_millis().to_string()),
-            (MAX_OUTPUT_BYTES, DEFAULT_MAX_OUTPUT_BYTES.to_string()),
-        ]
+        ];
+        defaults.extend(
+            SIZE_LIMITS
+                .iter()
+                .map(|l| (l.key, (l.get)(&limits).to_string())),
+        );
+        defaults
     }
 }
 
@@ -232,6 +316,21 @@ fn parse_number<T: std::str::FromStr>(key: &'static str, value: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every size and count limit is read from its key, and its default is listed.
+    #[test]
+    fn size_limits_are_read_from_their_keys() {
+        for (i, limit) in SIZE_LIMITS.iter().enumerate() {
+            let value = 1000 + i as u64;
+            let c = BrokerConfig::from_properties(props(&[(limit.key, &value.to_string())]))
+                .expect(limit.key);
+            assert_eq!((limit.get)(&c.limits), value, "{}", limit.key);
+            let e = BrokerConfig::from_properties(props(&[(limit.key, "lots")])).unwrap_err();
+            assert!(e.to_string().starts_with(limit.key), "{e}");
+        }
+        let defaults = BrokerConfig::defaults();
+        assert!(defaults.contains(&("group.streams.assignor.max.partitions", "100000".into())));
+    }
 
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

@@ -22,14 +22,18 @@
 //! # Layout
 //!
 //! - `runtime`: [`Runtime`] — the engine, WASI linker, epoch ticker and loading checks.
-//! - `component`: [`ComponentAssignor`] — one fresh store and instance per call, failure
-//!   classification.
+//! - `component`: [`ComponentAssignor`] — one fresh store and instance per call, the whole
+//!   call under its deadline (host calls included), async calls on the runtime's own call
+//!   threads, failure classification.
 //! - `assignor`: [`Assignor`] — built-in or component behind one validated call.
 //! - `builtin`: the native built-in assignors.
-//! - `boundary`: the generated WIT bindings (private) and domain ⇄ WIT conversion.
-//! - `wasi`: WASI with nothing granted, bounded output capture, the memory limiter.
+//! - `boundary`: the generated WIT bindings (private), the export calls with lazily lifted
+//!   results (lengths checked before anything is copied), and domain ⇄ WIT conversion.
+//! - `wasi`: WASI with nothing granted, bounded output capture, the memory limiter, and the
+//!   call hook that caps and charges host calls.
 //! - `cache`: compiled components by content hash, in memory and on disk.
-//! - `limits`, `usage`, `error`: the call's limits, its usage report, its one error type.
+//! - `limits`, `usage`, `error`: the call's limits (and the input limits every group is
+//!   checked against before any work), its usage report, its one error type.
 //! - [`json`]: the JSON input/output contract.
 //! - [`check`]: what `assignor check` runs — the SDK harness's suite and random groups
 //!   against an assignor in production limits, as a [`check::CheckReport`].
@@ -76,7 +80,8 @@ pub use builtin::{BUILTIN_NAMES, builtin};
 pub use component::{ComponentAssignor, DEADLINE_GRACE, YIELD_FUEL};
 pub use error::{ErrorKind, TaskAssignorError};
 pub use limits::{
-    DEFAULT_FUEL, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_ID_BYTES,
+    DEFAULT_FUEL, DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_COMPONENT_BYTES,
+    DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_MAX_FUNCTION_BYTES, DEFAULT_MAX_ID_BYTES,
     DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_MEMBERS, DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_STDERR_BYTES,
     DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,

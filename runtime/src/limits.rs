@@ -46,6 +46,14 @@ pub const DEFAULT_MAX_ID_BYTES: usize = 1 << 10;
 /// the host: 4 KiB; the rest is dropped where it enters the host, with a note of how much.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 10;
 
+/// Default cap on one function body in a component, checked before compiling: 1 MiB. Cranelift's
+/// time grows faster than linearly in a function's size, so one huge body is what makes a
+/// compilation slow; the largest in a release-built Rust assignor is a few tens of KiB.
+pub const DEFAULT_MAX_FUNCTION_BYTES: usize = 1 << 20;
+/// Default cap on all function bodies of a component together, checked before compiling:
+/// 16 MiB, which compiles in a few seconds per core (a Rust assignor has 50–500 KiB).
+pub const DEFAULT_MAX_CODE_BYTES: usize = 16 << 20;
+
 /// Limits applied to every sandboxed call, built with setters over documented defaults.
 ///
 /// ```
@@ -75,6 +83,8 @@ pub struct Limits {
     max_input_bytes: usize,
     max_id_bytes: usize,
     max_message_bytes: usize,
+    max_function_bytes: usize,
+    max_code_bytes: usize,
 }
 
 impl Default for Limits {
@@ -95,6 +105,8 @@ impl Default for Limits {
             max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
             max_id_bytes: DEFAULT_MAX_ID_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_function_bytes: DEFAULT_MAX_FUNCTION_BYTES,
+            max_code_bytes: DEFAULT_MAX_CODE_BYTES,
         }
     }
 }
@@ -202,6 +214,30 @@ impl Limits {
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes;
         self
+    }
+
+    /// Largest function body a component may have, checked before it is compiled (a larger
+    /// one is a `load` error). Default [`DEFAULT_MAX_FUNCTION_BYTES`].
+    pub fn max_function_bytes(mut self, bytes: usize) -> Self {
+        self.max_function_bytes = bytes;
+        self
+    }
+
+    /// Most code (all function bodies) a component may have, checked before it is compiled.
+    /// Default [`DEFAULT_MAX_CODE_BYTES`].
+    pub fn max_code_bytes(mut self, bytes: usize) -> Self {
+        self.max_code_bytes = bytes;
+        self
+    }
+
+    /// The function body limit in bytes.
+    pub fn get_max_function_bytes(&self) -> usize {
+        self.max_function_bytes
+    }
+
+    /// The code limit in bytes.
+    pub fn get_max_code_bytes(&self) -> usize {
+        self.max_code_bytes
     }
 
     /// The member limit.

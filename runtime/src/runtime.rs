@@ -10,7 +10,7 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::boundary::Exports;
+use crate::boundary::AssignorPre;
 use crate::cache::{self, ArtifactCache};
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
@@ -153,6 +153,7 @@ impl Runtime {
             return Err(fail(too_big(bytes.len() as u64, max)));
         }
         check_header(bytes).map_err(fail)?;
+        check_code(bytes, &inner.limits).map_err(fail)?;
         let hash = cache::content_hash(bytes);
         let component = inner
             .cache
@@ -165,8 +166,12 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| fail(format!("cannot link its imports: {e:#}")))?;
-        let exports = Exports::new(&pre).map_err(fail)?;
-        ComponentAssignor::load(self.clone(), pre, exports, hash, origin, config)
+        let pre = AssignorPre::new(pre).map_err(|e| {
+            fail(format!(
+                "its `{EXPORT_NAME}` export does not match this runtime's WIT: {e:#}"
+            ))
+        })?;
+        ComponentAssignor::load(self.clone(), pre, hash, origin, config)
     }
 }
 
@@ -231,6 +236,40 @@ fn check_header(bytes: &[u8]) -> Result<(), String> {
              `--target wasm32-wasip2` (or wrap the module with `wasm-tools component new`)"
                 .into(),
         );
+    }
+    Ok(())
+}
+
+/// Refuses, before compiling, a component whose code would take long to compile: one function
+/// body over the function limit, or all bodies together over the code limit. Reading the
+/// section sizes is linear in the component and allocates nothing per function; a component
+/// that does not parse is left to the compiler's own (better) message.
+fn check_code(bytes: &[u8], limits: &Limits) -> Result<(), String> {
+    let (max_function, max_code) = (limits.get_max_function_bytes(), limits.get_max_code_bytes());
+    let mut code = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let Ok(payload) = payload else {
+            return Ok(());
+        };
+        if let wasmparser::Payload::CodeSectionEntry(body) = payload {
+            let len = body.range().len();
+            if len > max_function {
+                return Err(format!(
+                    "a function body is {}, over the {} limit (max.function.bytes): compiling \
+                     it would take too long; split the function",
+                    limits::bytes(len as u64),
+                    limits::bytes(max_function as u64)
+                ));
+            }
+            code += len;
+            if code > max_code {
+                return Err(format!(
+                    "its code is over the {} limit (max.code.bytes): compiling it would take \
+                     too long; make the assignor smaller",
+                    limits::bytes(max_code as u64)
+                ));
+            }
+        }
     }
     Ok(())
 }

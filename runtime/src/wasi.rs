@@ -97,6 +97,8 @@ pub(crate) struct CallState {
     charged_bytes: u64,
     /// Set when charging host work ran the call out of fuel.
     pub(crate) host_fuel_exhausted: bool,
+    /// Hostcall fuel for lifting what the next export call returns (see [`CallState::hook`]).
+    pub(crate) result_bytes: usize,
 }
 
 impl CallState {
@@ -129,19 +131,24 @@ impl CallState {
             host_bytes,
             charged_bytes: 0,
             host_fuel_exhausted: false,
+            result_bytes: HOST_CALL_BYTES,
         }
     }
 
     /// The store's call hook: bounds what a guest passes to a host function and charges the
     /// bytes host functions moved to the call's fuel.
     ///
-    /// A guest → host call lifts its arguments under the hostcall fuel set on entry; the
-    /// results of our own exports are lifted lazily (lengths first, nothing copied), so when
-    /// an export returns the cap is lifted and the host checks them against its own limits.
+    /// A guest → host call lifts its arguments under the hostcall fuel set on entry; when an
+    /// export returns, its results are lifted under [`result_bytes`](Self::result_bytes),
+    /// which the caller set for that export. Wasmtime checks each list and string against
+    /// the fuel before copying it.
     pub(crate) fn hook(mut cx: StoreContextMut<'_, Self>, hook: CallHook) -> wasmtime::Result<()> {
         match hook {
             CallHook::CallingHost => cx.set_hostcall_fuel(HOST_CALL_BYTES),
-            CallHook::ReturningFromWasm => cx.set_hostcall_fuel(usize::MAX),
+            CallHook::ReturningFromWasm => {
+                let bytes = cx.data().result_bytes;
+                cx.set_hostcall_fuel(bytes);
+            }
             CallHook::ReturningFromHost => {
                 let state = cx.data_mut();
                 let moved = state.host_bytes.load(Ordering::Relaxed);
@@ -283,10 +290,13 @@ impl Capture {
         let mut tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
         let keep = data.len().min(tail.capacity);
         tail.dropped += data.len() - keep;
-        tail.bytes.extend(&data[data.len() - keep..]);
-        let excess = tail.bytes.len().saturating_sub(tail.capacity);
+        // Make room first, so the buffer never grows past its capacity, then copy the kept
+        // bytes in as (at most two) slices.
+        let excess = (tail.bytes.len() + keep).saturating_sub(tail.capacity);
         tail.bytes.drain(..excess);
         tail.dropped += excess;
+        let kept = &data[data.len() - keep..];
+        tail.bytes.extend(kept.iter().copied());
     }
 
     /// What was captured, lossily decoded, with a note when the start was cut.

@@ -19,9 +19,12 @@ use assignor_runtime::config::BrokerConfig;
 use assignor_runtime::service::Service;
 use assignor_runtime::service::config::{self as service_config, ServiceConfig};
 use assignor_runtime::{
-    Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDERR_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime,
-    TaskAssignorError, builtin, json,
+    Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_COMPONENT_BYTES,
+    DEFAULT_MAX_FUNCTION_BYTES, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARTITIONS,
+    DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES,
+    DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime, TaskAssignorError,
+    builtin, json,
 };
 use clap::{Args, Parser, Subcommand};
 
@@ -157,6 +160,36 @@ struct LimitArgs {
     /// Guest stdout/stderr kept for error messages, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_STDERR_BYTES)]
     max_stderr_bytes: usize,
+    /// A guest's error message kept, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
+    max_message_bytes: usize,
+    /// Largest component file, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_COMPONENT_BYTES)]
+    max_component_bytes: usize,
+    /// Largest function body in a component, in bytes (checked before compiling).
+    #[arg(long, default_value_t = DEFAULT_MAX_FUNCTION_BYTES)]
+    max_function_bytes: usize,
+    /// Most code in a component, all function bodies together, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_CODE_BYTES)]
+    max_code_bytes: usize,
+    /// Largest input document, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_INPUT_BYTES)]
+    max_input_bytes: usize,
+    /// Most members in a group.
+    #[arg(long, default_value_t = DEFAULT_MAX_MEMBERS)]
+    max_members: usize,
+    /// Most subtopologies in a topology.
+    #[arg(long, default_value_t = DEFAULT_MAX_SUBTOPOLOGIES)]
+    max_subtopologies: usize,
+    /// Largest maxNumInputPartitions of a subtopology.
+    #[arg(long, default_value_t = DEFAULT_MAX_PARTITIONS)]
+    max_partitions: u32,
+    /// Most tasks in a topology.
+    #[arg(long, default_value_t = DEFAULT_MAX_TASKS)]
+    max_tasks: usize,
+    /// Longest id or name in a group, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_ID_BYTES)]
+    max_id_bytes: usize,
 }
 
 impl LimitArgs {
@@ -168,6 +201,16 @@ impl LimitArgs {
             .wasm_stack_bytes(self.stack_kib << 10)
             .max_output_bytes(self.max_output_bytes)
             .max_stderr_bytes(self.max_stderr_bytes)
+            .max_message_bytes(self.max_message_bytes)
+            .max_component_bytes(self.max_component_bytes)
+            .max_function_bytes(self.max_function_bytes)
+            .max_code_bytes(self.max_code_bytes)
+            .max_input_bytes(self.max_input_bytes)
+            .max_members(self.max_members)
+            .max_subtopologies(self.max_subtopologies)
+            .max_partitions(self.max_partitions)
+            .max_tasks(self.max_tasks)
+            .max_id_bytes(self.max_id_bytes)
     }
 }
 
@@ -226,23 +269,35 @@ fn die_quietly_on_closed_stdout() {
     }
 }
 
-fn read_input(path: &PathBuf) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading the input from stdin")?;
-        Ok(text)
+/// Reads the input document, at most `max` bytes of it: a larger one is refused after
+/// `max + 1` bytes, never read whole.
+fn read_input(path: &PathBuf, max: usize) -> anyhow::Result<String> {
+    let (source, name): (Box<dyn Read>, String) = if path.as_os_str() == "-" {
+        (Box::new(std::io::stdin()), "the input from stdin".into())
     } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        let file =
+            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        (Box::new(file), path.display().to_string())
+    };
+    let mut bytes = Vec::new();
+    source
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {name}"))?;
+    if bytes.len() > max {
+        anyhow::bail!(
+            "{name} is over the input limit of {max} bytes (--max-input-bytes); shrink the group \
+             or raise the limit"
+        );
     }
+    String::from_utf8(bytes).with_context(|| format!("reading {name}: not UTF-8"))
 }
 
 /// `Ok(code)`: the assignment ran (0) or failed (1); `Err`: bad arguments or input (2).
 fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
-    let text = read_input(&args.input)?;
-    let (group, topology) = json::parse_input(&text)?;
     let limits = args.limits.limits();
+    let text = read_input(&args.input, limits.get_max_input_bytes())?;
+    let (group, topology) = json::parse_input_with(&text, &limits)?;
     let runtime = Runtime::new(limits.clone())?;
     let config: BTreeMap<String, String> = args.config.into_iter().collect();
     if !args.assignor.ends_with(".wasm") && builtin(&args.assignor).is_none() {
