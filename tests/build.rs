@@ -22,8 +22,11 @@ enum Expect {
     OutOfFuel,
     /// The guest hits the memory limit.
     MemoryLimit,
-    /// The guest overflows its wasm stack.
+    /// The guest overflows its stack: the engine's wasm stack, or its own in linear memory.
     StackOverflow,
+    /// The call passes its wall-clock deadline (blocked in a host function, where fuel does
+    /// not reach).
+    Timeout,
     /// The guest traps (a Rust panic ends in `unreachable`).
     Trap,
     /// The guest returns an `assign-error`.
@@ -43,6 +46,7 @@ impl Expect {
             Self::OutOfFuel => "out-of-fuel",
             Self::MemoryLimit => "memory-limit",
             Self::StackOverflow => "stack-overflow",
+            Self::Timeout => "timeout",
             Self::Trap => "trap",
             Self::GuestError => "guest-error",
             Self::InvalidOutput => "invalid-output",
@@ -72,6 +76,17 @@ const GUESTS: &[(&str, Expect)] = &[
     ("probe-echo", Expect::Ok),
     ("probe-raw", Expect::Ok),
     ("not-an-assignor", Expect::Load),
+    // The hostile corpus of issue 14: each bounds the host, not only the guest.
+    ("sleeper", Expect::Timeout),
+    ("poll-forever", Expect::Timeout),
+    // Over the host's cap on one call's randomness (a trap), or out of the fuel its bytes cost.
+    ("random-flood", Expect::Trap),
+    ("stdout-flood", Expect::OutOfFuel),
+    ("output-flood", Expect::InvalidOutput),
+    ("huge-name", Expect::Load),
+    ("huge-error", Expect::GuestError),
+    ("shadow-stack", Expect::StackOverflow),
+    ("same-process-standby", Expect::InvalidOutput),
 ];
 
 /// Sample assignors (directory under `sample-assignors/`, package, whether it needs a build

@@ -11,6 +11,7 @@ use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 use crate::builtin::{BUILTIN_NAMES, builtin};
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
+use crate::limits::Limits;
 use crate::usage::Usage;
 
 /// An assignor the runtime can call: native built-in or sandboxed component.
@@ -22,6 +23,9 @@ pub enum Assignor {
         assignor: Arc<dyn TaskAssignor>,
         /// The configuration it was given (kept for captures of failed calls).
         config: Arc<BTreeMap<String, String>>,
+        /// The input limits a group is checked against before it runs (the other limits are
+        /// the sandbox's and do not apply to native code).
+        limits: Arc<Limits>,
     },
     /// A WebAssembly component, called in a fresh sandbox.
     Component(Arc<ComponentAssignor>),
@@ -65,7 +69,24 @@ impl Assignor {
         Ok(Self::BuiltIn {
             assignor: Arc::from(assignor),
             config: Arc::new(config.clone()),
+            limits: Arc::new(Limits::default()),
         })
+    }
+
+    /// The same assignor, checking groups against `limits`' input limits before a built-in
+    /// runs (a component keeps its runtime's limits). [`Assignor::builtin`] starts from
+    /// [`Limits::default`].
+    pub fn with_limits(self, limits: &Limits) -> Self {
+        match self {
+            Self::BuiltIn {
+                assignor, config, ..
+            } => Self::BuiltIn {
+                assignor,
+                config,
+                limits: Arc::new(limits.clone()),
+            },
+            component => component,
+        }
     }
 
     /// The assignor's name.
@@ -92,7 +113,14 @@ impl Assignor {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let result = match self {
             Self::Component(c) => c.assign(group, topology),
-            Self::BuiltIn { assignor, .. } => assign_native(assignor.as_ref(), group, topology),
+            Self::BuiltIn {
+                assignor, limits, ..
+            } => limits
+                .check_group(group, topology)
+                .map_err(|e| {
+                    TaskAssignorError::new(assignor.name(), ErrorKind::InputLimit, e.to_string())
+                })
+                .and_then(|()| assign_native(assignor.as_ref(), group, topology)),
         };
         Self::report(self.name(), group, result)
     }

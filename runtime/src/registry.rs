@@ -104,7 +104,9 @@ impl Registry {
                 source,
             };
             let assignor = match builtin {
-                Some(name) => Assignor::builtin(name, config.originals()).map_err(load)?,
+                Some(name) => Assignor::builtin(name, config.originals())
+                    .map_err(load)?
+                    .with_limits(&config.limits),
                 None => {
                     let component = runtime
                         .load_file(&identity, config.originals())

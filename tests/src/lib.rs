@@ -4,8 +4,8 @@
 //! to misbehave in one specific way each (spin forever, exhaust memory or stack, panic, return
 //! invalid or oversized output, import what the sandbox forbids), checking that the runtime
 //! reports each failure precisely and stays usable. The library part is [`guests`], the
-//! paths of the built components, and [`bench_input`], the project's standard benchmark
-//! groups.
+//! paths of the built components, [`bench_input`], the project's standard benchmark
+//! groups, and [`watch`], which runs a child process and measures its time and peak memory.
 //!
 //! # Layout
 //!
@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod bench_input;
+pub mod watch;
 
 /// The test guests' components, built by `build.rs`: one `&str` constant per guest directory
 /// (`endless-loop` → [`ENDLESS_LOOP`](crate::guests::ENDLESS_LOOP)) holding the absolute path
@@ -26,7 +27,7 @@ pub mod bench_input;
 /// path).
 ///
 /// The expected outcome says what the runtime should report: `out-of-fuel`, `memory-limit`,
-/// `stack-overflow`, `trap`, `guest-error`, `invalid-output`, `load` (refused when loaded) or
+/// `stack-overflow`, `timeout`, `trap`, `guest-error`, `invalid-output`, `load` (refused when loaded) or
 /// `ok`. A guest's name is its directory's, which is also its assignor's `name()`.
 pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));

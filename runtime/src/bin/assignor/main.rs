@@ -361,7 +361,7 @@ fn resolve_assignor(
             .load_file(name, config)
             .map(|c| Assignor::Component(c.into()))
     } else {
-        Assignor::builtin(name, config)
+        Assignor::builtin(name, config).map(|a| a.with_limits(runtime.limits()))
     }
 }
 

@@ -1,0 +1,48 @@
+//! The host bounds itself, not only the guest (issue 14): uploads and groups that used to
+//! make the host compile for half a minute, read a gigabyte or allocate for billions of tasks
+//! are refused before that work, through the library, in bounded time and memory, and the
+//! runtime serves the next call. (The hostile guests' rows are in `hostile`; the same rows
+//! through the command in `hostile_cli`.)
+
+use crate::corpus::{self, through_library};
+
+/// A component whose code is expensive to compile (24 MiB of straight-line code, under the
+/// size limit) is refused at load before compiling, within a couple of seconds.
+#[test]
+fn expensive_compile_is_refused_before_compiling() {
+    through_library(&corpus::EXPENSIVE_COMPILE);
+}
+
+/// A 1 GiB file given as a component is refused by its size, naming the limit, without
+/// being read.
+#[test]
+fn huge_component_file_is_refused_unread() {
+    through_library(&corpus::HUGE_FILE);
+}
+
+/// A group of 100 subtopologies of 4294967295 partitions is refused by a component's call as
+/// over an input limit, naming the field and the limit, before anything is sized from it.
+#[test]
+fn huge_partition_counts_are_refused_for_a_component() {
+    through_library(&corpus::HUGE_PARTITIONS);
+}
+
+/// The same group is refused by a built-in's call alike: native code is not sized from it
+/// either.
+#[test]
+fn huge_partition_counts_are_refused_for_a_builtin() {
+    through_library(&corpus::HUGE_PARTITIONS_BUILTIN);
+}
+
+/// A 10 MiB member id is refused by a component's call in a short message naming the field
+/// and the limit.
+#[test]
+fn huge_member_id_is_refused_for_a_component() {
+    through_library(&corpus::HUGE_MEMBER_ID);
+}
+
+/// A 10 MiB member id is refused by a built-in's call alike.
+#[test]
+fn huge_member_id_is_refused_for_a_builtin() {
+    through_library(&corpus::HUGE_MEMBER_ID_BUILTIN);
+}
