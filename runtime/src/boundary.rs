@@ -393,10 +393,10 @@ mod tests {
     #[test]
     fn alternating_entries_are_merged() {
         let (mut group, mut topology) = input();
-        group.members.push(assignor_sdk::Member {
+        group.members.push(Member {
             member_id: "b".into(),
             process_id: "q".into(),
-            ..assignor_sdk::Member::default()
+            ..Member::default()
         });
         topology.subtopologies[0].max_num_input_partitions = 200_000;
         let n = 200_000u32;

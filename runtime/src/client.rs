@@ -48,6 +48,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The largest answer read: 256 MiB, far above the target assignment of a 1000-member,
 /// 16384-task group (a few MiB of JSON).
 pub const MAX_ANSWER_BYTES: u64 = 256 << 20;
+/// Bodies from this size on (64 KiB) are sent with `Expect: 100-continue`: the service
+/// answers a body over its limit (or a bad token) from the headers alone and closes the
+/// connection, and a client already writing a large body would see only a broken pipe
+/// instead of that answer. Smaller bodies fit in the socket's buffers, so their answer is
+/// read either way.
+const EXPECT_CONTINUE_BYTES: usize = 64 << 10;
 
 /// Why a request did not succeed. The message says what went wrong and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +97,10 @@ pub enum ClientError {
     #[error("{}", refusal_text(*status, code, message))]
     Refused {
         /// The HTTP status: 400 bad request or `INVALID_CONFIG`, 404 no such assignor or
-        /// group for this tenant, 409 in use or not ready, 413/422 upload rejected, 429
-        /// throttled, 500 the assignment failed (the previous target is kept).
+        /// group for this tenant, 409 in use, not ready or over a tenant limit, 413 a body
+        /// over its limit, 422 upload rejected, 429 throttled, 500 the assignment failed (the
+        /// previous target is kept), 503 no capacity right now or the service is stopping
+        /// (nothing changed: retry).
         status: u16,
         /// The service's error code (Kafka's name where one applies), e.g.
         /// `RESOURCE_NOT_FOUND`.
@@ -438,6 +446,13 @@ impl Client {
         self.typed_call(Method::PUT, path, Some(document.as_bytes()))
     }
 
+    /// Deletes a group: its state, target assignment and capture. Frees its place under the
+    /// tenant's `max.groups`.
+    pub fn delete_group(&self, group: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/groups/{}", segment(group));
+        self.call(Method::DELETE, path, None).map(drop)
+    }
+
     /// Triggers an assignment: computes the target if the group moved on since the last one
     /// and answers the committed target. A failed assignment is [`ClientError::Refused`]
     /// (500, with `kind` and `retryAtMs`); the previous target stays.
@@ -532,6 +547,9 @@ impl Client {
         if let Some(value) = &self.authorization {
             request = request.header("Authorization", value.clone());
         }
+        if body.is_some_and(|b| b.len() >= EXPECT_CONTINUE_BYTES) {
+            request = request.header("Expect", "100-continue");
+        }
         let built = match body {
             Some(bytes) => request.body(bytes).map(|r| self.agent.run(r)),
             None => request.body(()).map(|r| self.agent.run(r)),
@@ -546,6 +564,25 @@ impl Client {
                     server: self.server.clone(),
                     reason: "not a valid URL; write http://HOST:PORT",
                 },
+                // A server that closed the connection while the body was on its way (one that
+                // ignores `Expect: 100-continue`, or a proxy) most likely refused it.
+                ureq::Error::Io(io)
+                    if body.is_some()
+                        && matches!(
+                            io.kind(),
+                            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                        ) =>
+                {
+                    ClientError::Unreachable {
+                        server: self.server.clone(),
+                        reason: format!(
+                            "the connection closed while the {}-byte request body was being \
+                             sent, before any answer; a service closes it early when it \
+                             refuses a body, e.g. one over a size limit ({io})",
+                            body.map_or(0, <[u8]>::len)
+                        ),
+                    }
+                }
                 e => ClientError::Unreachable {
                     server: self.server.clone(),
                     reason: e.to_string(),

@@ -20,6 +20,15 @@
 //! target is written (ordered, safe from a crash of the process) and made current, and the
 //! returned [`Pending`] waits for it to be durable *after* the caller has released the
 //! coordinator, so that concurrent commits share one flush of the store.
+//!
+//! What it keeps is bounded before anything is stored: every group change is checked against
+//! the input [`Limits`] (members, subtopologies, partitions, tasks, id length) and refused
+//! whole (`INVALID_REQUEST`) when over one; the number of groups, and the count and bytes of
+//! the captures of failed computations, are bounded by [`StateLimits`] (creating a group past
+//! the limit is `POLICY_VIOLATION`; the oldest captures make room for new ones); a failure
+//! record keeps at most twice the limits' message length. A call the host had no capacity for
+//! ([`ErrorKind::Capacity`]) is not the assignor's fault: it is not recorded, captured or
+//! backed off, so the next trigger runs it again at once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,7 +42,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, parse_list};
-use crate::error::TaskAssignorError;
+use crate::error::{ErrorKind, TaskAssignorError};
+use crate::limits::{InputLimitError, Limits, cut};
 use crate::registry::Registry;
 use crate::store::{Store, StoreError, SyncToken};
 use crate::usage::Usage;
@@ -51,6 +61,18 @@ pub const RACK_AWARE_ASSIGNMENT_TAGS: &str = "streams.rack.aware.assignment.tags
 pub const INITIAL_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between retries of a failing assignor: 60 s.
 pub const MAX_RETRY_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Default of [`StateLimits::max_groups`]: 10,000 groups.
+pub const DEFAULT_MAX_GROUPS: usize = 10_000;
+/// Default of [`StateLimits::max_captures`]: 32 captures of failed computations.
+pub const DEFAULT_MAX_CAPTURES: usize = 32;
+/// Default of [`StateLimits::max_capture_bytes`]: 64 MiB of captures in all, room for one
+/// capture of the largest group document the default input limit lets in, or dozens of a
+/// 1000-member group (~1 MiB each).
+pub const DEFAULT_MAX_CAPTURE_BYTES: usize = 64 << 20;
+/// How much of an id (group, member, assignor name) an error message repeats: ids come from
+/// callers, and a message must stay small whatever they sent.
+const ECHO_BYTES: usize = 256;
 
 /// Version of the persisted group encoding; bumped on any change to [`GroupState`]. Version 2
 /// added the fuel of a failed call to [`Failure::error`]; version 1 is still read ([`v1`]).
@@ -71,6 +93,13 @@ pub enum ErrorCode {
     GroupIdNotFound,
     /// `UNKNOWN_MEMBER_ID`.
     UnknownMemberId,
+    /// `INVALID_REQUEST`: the group is over an input limit; nothing was stored.
+    InvalidRequest,
+    /// `POLICY_VIOLATION`: the change would keep more groups than the coordinator's limit.
+    PolicyViolation,
+    /// `COORDINATOR_NOT_AVAILABLE`: the host had no capacity for the assignment right now;
+    /// retriable at once.
+    CoordinatorNotAvailable,
 }
 
 impl ErrorCode {
@@ -81,6 +110,9 @@ impl ErrorCode {
             Self::UnknownServerError => "UNKNOWN_SERVER_ERROR",
             Self::GroupIdNotFound => "GROUP_ID_NOT_FOUND",
             Self::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            Self::InvalidRequest => "INVALID_REQUEST",
+            Self::PolicyViolation => "POLICY_VIOLATION",
+            Self::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
         }
     }
 }
@@ -89,7 +121,7 @@ impl ErrorCode {
 #[derive(Debug, thiserror::Error)]
 pub enum CoordinatorError {
     /// A group config change was rejected; nothing was stored.
-    #[error("INVALID_CONFIG: group `{group}`: {key}: {message}")]
+    #[error("INVALID_CONFIG: group `{}`: {key}: {message}", cut(group, ECHO_BYTES))]
     InvalidConfig {
         /// The group.
         group: String,
@@ -98,8 +130,48 @@ pub enum CoordinatorError {
         /// What is wrong and what is accepted.
         message: String,
     },
+    /// The group (or a change to it) is over one of the input limits: refused before
+    /// anything was stored or sized from it.
+    #[error("INVALID_REQUEST: group `{}`: {source}", cut(group, ECHO_BYTES))]
+    InputLimit {
+        /// The group.
+        group: String,
+        /// Which field, its value, the limit and the limit's name.
+        source: InputLimitError,
+    },
+    /// Creating the group would keep more groups than [`StateLimits::max_groups`]; nothing
+    /// was stored.
+    #[error(
+        "POLICY_VIOLATION: cannot create group `{}`: {limit} groups exist, the limit \
+         (max.groups); delete a group first",
+        cut(group, ECHO_BYTES)
+    )]
+    TooManyGroups {
+        /// The group that was not created.
+        group: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The host had no capacity for the call (every instance slot was in use): not the
+    /// assignor's fault, so nothing was recorded and the next trigger runs it at once.
+    #[error(
+        "COORDINATOR_NOT_AVAILABLE: group `{}`: no capacity for the assignment right now \
+         ({}); retry at once, the previous target assignment is kept",
+        cut(group, ECHO_BYTES),
+        error.message
+    )]
+    NoCapacity {
+        /// The group.
+        group: String,
+        /// The runtime's refusal.
+        error: TaskAssignorError,
+    },
     /// The assignor failed; the previous target assignment and its epoch are unchanged.
-    #[error("UNKNOWN_SERVER_ERROR: group `{group}`: {error}{}", retry_note(*.retry_at))]
+    #[error(
+        "UNKNOWN_SERVER_ERROR: group `{}`: {error}{}",
+        cut(group, ECHO_BYTES),
+        retry_note(*.retry_at)
+    )]
     AssignmentFailed {
         /// The group.
         group: String,
@@ -111,10 +183,14 @@ pub enum CoordinatorError {
         backed_off: bool,
     },
     /// No such group.
-    #[error("GROUP_ID_NOT_FOUND: group `{0}` does not exist")]
+    #[error("GROUP_ID_NOT_FOUND: group `{}` does not exist", cut(.0, ECHO_BYTES))]
     UnknownGroup(String),
     /// No such member in the group.
-    #[error("UNKNOWN_MEMBER_ID: group `{group}` has no member `{member}`")]
+    #[error(
+        "UNKNOWN_MEMBER_ID: group `{}` has no member `{}`",
+        cut(group, ECHO_BYTES),
+        cut(member, ECHO_BYTES)
+    )]
     UnknownMember {
         /// The group.
         group: String,
@@ -138,13 +214,32 @@ pub enum CoordinatorError {
 }
 
 fn retry_note(at: SystemTime) -> String {
-    match at.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => format!(
-            " (next retry no earlier than {} s after the epoch)",
-            d.as_secs()
-        ),
-        Err(_) => String::new(),
-    }
+    format!(" (next retry no earlier than {})", rfc3339(at))
+}
+
+/// `t` as an RFC 3339 UTC time to the second, e.g. `2026-06-01T12:00:05Z` (what an operator
+/// reads in a message; the API's JSON carries milliseconds since the epoch).
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil algorithm, on the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 impl CoordinatorError {
@@ -152,6 +247,9 @@ impl CoordinatorError {
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            Self::InputLimit { .. } => ErrorCode::InvalidRequest,
+            Self::TooManyGroups { .. } => ErrorCode::PolicyViolation,
+            Self::NoCapacity { .. } => ErrorCode::CoordinatorNotAvailable,
             Self::AssignmentFailed { .. } | Self::Store(_) | Self::Corrupt { .. } => {
                 ErrorCode::UnknownServerError
             }
@@ -318,14 +416,90 @@ impl CompletedJob {
     }
 }
 
+/// How much a coordinator keeps in its store beyond what each group's own state needs: how
+/// many groups, and the count and bytes of the captures of failed computations. A service
+/// gives each tenant its own, so no tenant can fill the data directory.
+///
+/// ```
+/// use assignor_runtime::coordinator::StateLimits;
+///
+/// let limits = StateLimits::default().max_groups(100).max_captures(4);
+/// # let _ = limits;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateLimits {
+    max_groups: usize,
+    max_captures: usize,
+    max_capture_bytes: usize,
+}
+
+impl Default for StateLimits {
+    fn default() -> Self {
+        Self {
+            max_groups: DEFAULT_MAX_GROUPS,
+            max_captures: DEFAULT_MAX_CAPTURES,
+            max_capture_bytes: DEFAULT_MAX_CAPTURE_BYTES,
+        }
+    }
+}
+
+impl StateLimits {
+    /// Most groups kept; a change that would create one more is refused
+    /// (`POLICY_VIOLATION`) and stores nothing. Each group keeps at most one failure record,
+    /// so this bounds those too. Default [`DEFAULT_MAX_GROUPS`].
+    pub fn max_groups(mut self, groups: usize) -> Self {
+        self.max_groups = groups;
+        self
+    }
+
+    /// Most captures of failed computations kept (at most one per group); the oldest is
+    /// dropped to make room for a new one. 0 keeps none. Default [`DEFAULT_MAX_CAPTURES`].
+    pub fn max_captures(mut self, captures: usize) -> Self {
+        self.max_captures = captures;
+        self
+    }
+
+    /// Most bytes of captures kept, all together; the oldest are dropped to make room, and a
+    /// capture larger than this on its own is not kept. Default
+    /// [`DEFAULT_MAX_CAPTURE_BYTES`].
+    pub fn max_capture_bytes(mut self, bytes: usize) -> Self {
+        self.max_capture_bytes = bytes;
+        self
+    }
+}
+
+/// Which ids [`Coordinator::check_input`] measures besides those of the members and configs.
+#[derive(Debug, Clone, Copy)]
+enum Ids {
+    /// The topology's too.
+    All,
+    /// Only the spec's: the topology's were checked when it was set.
+    SpecOnly,
+}
+
+/// A kept capture: its bytes and when it was taken, by a counter that orders captures from
+/// oldest to newest.
+#[derive(Debug)]
+struct KeptCapture {
+    bytes: Vec<u8>,
+    order: u64,
+}
+
 /// Streams groups, their configs and target assignments, backed by a [`Store`].
 pub struct Coordinator {
     registry: Registry,
     broker_configs: AssignmentConfigs,
+    /// The input limits every group change is checked against (the broker's).
+    limits: Limits,
+    state_limits: StateLimits,
     store: Arc<dyn Store>,
     groups: BTreeMap<String, GroupState>,
     /// Per group, the capture of its last failed computation (see [`Coordinator::last_capture`]).
-    captures: BTreeMap<String, Vec<u8>>,
+    captures: BTreeMap<String, KeptCapture>,
+    /// The bytes of `captures`, all together.
+    capture_bytes: usize,
+    /// The `order` of the next capture taken.
+    next_capture: u64,
     /// The token of the latest write, for [`Coordinator::pending_writes`].
     last_write: SyncToken,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
@@ -389,26 +563,66 @@ impl Coordinator {
         store: Arc<dyn Store>,
     ) -> Result<Self, CoordinatorError> {
         let mut groups = BTreeMap::new();
-        let mut captures = BTreeMap::new();
+        let mut stored_captures = Vec::new();
         for (key, value) in store.load_all()? {
             if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
                 groups.insert(group.to_owned(), decode(&key, &value)?);
             } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
-                captures.insert(group.to_owned(), value);
+                stored_captures.push((group.to_owned(), value));
             }
         }
+        // The store keeps no capture times: a group's last failure (which its capture is of,
+        // unless the group has succeeded since) orders them; captures of groups that have
+        // since succeeded count as the oldest.
+        let failed_at = |group: &str| {
+            groups
+                .get(group)
+                .and_then(|g: &GroupState| g.last_failure.as_ref())
+                .map(|f| f.at)
+        };
+        stored_captures.sort_by_key(|(group, _)| failed_at(group));
+        let capture_bytes = stored_captures.iter().map(|(_, b)| b.len()).sum();
+        let captures: BTreeMap<String, KeptCapture> = (0u64..)
+            .zip(stored_captures)
+            .map(|(order, (group, bytes))| (group, KeptCapture { bytes, order }))
+            .collect();
         Ok(Self {
             registry,
             broker_configs: AssignmentConfigs {
                 num_standby_replicas: config.num_standby_replicas,
                 rack_aware_assignment_tags: config.rack_aware_assignment_tags.clone(),
             },
+            limits: config.limits.clone(),
+            state_limits: StateLimits::default(),
             store,
             groups,
+            next_capture: captures.len() as u64,
             captures,
+            capture_bytes,
             last_write: SyncToken::DURABLE,
             clock: Box::new(SystemTime::now),
         })
+    }
+
+    /// Keeps to `limits` from now on (instead of [`StateLimits::default`]): captures over the
+    /// new bounds are dropped at once, oldest first; groups already over `max_groups` stay,
+    /// but no new one is created.
+    pub fn with_state_limits(mut self, limits: StateLimits) -> Self {
+        self.set_state_limits(limits);
+        self
+    }
+
+    /// [`with_state_limits`](Self::with_state_limits) on a running coordinator (a service
+    /// admin's change of a tenant's limits).
+    pub fn set_state_limits(&mut self, limits: StateLimits) {
+        self.state_limits = limits;
+        self.evict_captures(0);
+    }
+
+    /// Checks group changes against `limits` instead of the broker config's.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Uses `clock` instead of the system clock (for failure times and retry backoff).
@@ -474,6 +688,12 @@ impl Coordinator {
         members: Vec<Member>,
     ) -> Result<u32, CoordinatorError> {
         let config = self.changed_config(group, changes)?;
+        let spec = GroupSpec {
+            members,
+            configs: self.resolve_configs(&config),
+        };
+        self.check_input(group, spec.members.len(), &spec, &topology, Ids::All)?;
+        let members = spec.members;
         self.update(group, |g| {
             set_config(g, &config);
             let mut bump = false;
@@ -561,7 +781,47 @@ impl Coordinator {
                 }
             }
         }
+        // The rack-aware tags are ids the assignor gets: bounded like the group's own.
+        let tags = GroupSpec {
+            members: Vec::new(),
+            configs: self.resolve_configs(&config),
+        };
+        self.check_input(group, 0, &tags, &Topology::default(), Ids::SpecOnly)?;
         Ok(config)
+    }
+
+    /// Checks a group of `members` members on `topology` against the input limits, and the
+    /// ids of `spec` (its configs' tags and the members among its `members`, which may be
+    /// only the changed ones) and, with `Ids::All`, of `topology`: before anything is stored
+    /// or sized from them.
+    fn check_input(
+        &self,
+        group: &str,
+        members: usize,
+        spec: &GroupSpec,
+        topology: &Topology,
+        ids: Ids,
+    ) -> Result<(), CoordinatorError> {
+        let refuse = |source| CoordinatorError::InputLimit {
+            group: group.to_owned(),
+            source,
+        };
+        self.limits
+            .check_counts(
+                members,
+                topology.subtopologies.len(),
+                topology
+                    .subtopologies
+                    .iter()
+                    .map(|s| s.max_num_input_partitions),
+            )
+            .map_err(refuse)?;
+        let no_topology = Topology::default();
+        let topology = match ids {
+            Ids::All => topology,
+            Ids::SpecOnly => &no_topology,
+        };
+        self.limits.check_group(spec, topology).map_err(refuse)
     }
 
     /// A member joins or updates itself, as a heartbeat does: new members and changed
@@ -569,6 +829,29 @@ impl Coordinator {
     /// tasks and offsets are recorded without a bump. Task ids refer to the group's current
     /// topology. Returns the group epoch.
     pub fn upsert_member(&mut self, group: &str, member: Member) -> Result<u32, CoordinatorError> {
+        let g = self.groups.get(group);
+        let members = g.map_or(0, |g| g.members.len())
+            + usize::from(!g.is_some_and(|g| g.members.contains_key(&member.member_id)));
+        let no_topology = Topology::default();
+        let topology = g.and_then(|g| g.topology.as_ref()).unwrap_or(&no_topology);
+        let spec = GroupSpec {
+            members: vec![member],
+            configs: AssignmentConfigs::default(),
+        };
+        // The topology's ids were checked when it was set: only the counts, and this member's
+        // ids, are checked on every heartbeat.
+        self.check_input(group, members, &spec, topology, Ids::SpecOnly)
+            .map_err(|e| match e {
+                CoordinatorError::InputLimit { group, mut source } => {
+                    // The one member checked is not the group's first: name it as "member".
+                    if let Some(rest) = source.field.strip_prefix("members[0]") {
+                        source.field = format!("member{rest}");
+                    }
+                    CoordinatorError::InputLimit { group, source }
+                }
+                e => e,
+            })?;
+        let member = spec.members.into_iter().next().expect("the one member");
         self.update(group, |g| {
             let bump = g
                 .members
@@ -603,6 +886,19 @@ impl Coordinator {
         })
     }
 
+    /// Deletes a group (Kafka's `DeleteGroups`): its state, target and capture, durably.
+    /// The group's id is free again, and counts no more against
+    /// [`StateLimits::max_groups`].
+    pub fn delete_group(&mut self, group: &str) -> Result<(), CoordinatorError> {
+        if !self.groups.contains_key(group) {
+            return Err(CoordinatorError::UnknownGroup(group.to_owned()));
+        }
+        self.store.delete(&format!("{GROUP_KEY_PREFIX}{group}"))?;
+        self.groups.remove(group);
+        self.drop_capture(group);
+        Ok(())
+    }
+
     /// Sets the group's topology; a different topology bumps the group epoch. Tasks already
     /// held (target and reported) follow their subtopology by id; those of removed
     /// subtopologies are dropped. Returns the group epoch.
@@ -611,6 +907,8 @@ impl Coordinator {
         group: &str,
         topology: Topology,
     ) -> Result<u32, CoordinatorError> {
+        let members = self.groups.get(group).map_or(0, |g| g.members.len());
+        self.check_input(group, members, &GroupSpec::default(), &topology, Ids::All)?;
         self.update(group, |g| {
             if g.topology.as_ref() != Some(&topology) {
                 if let Some(old) = g.topology.take() {
@@ -654,7 +952,7 @@ impl Coordinator {
             target_assignment_epoch: g.target.as_ref().map(|t| t.epoch),
             assignor_name: self.resolve_assignor(group, g, false).name().to_owned(),
             configured_assignor: g.config.assignor_name.clone(),
-            configs: self.resolve_configs(g),
+            configs: self.resolve_configs(&g.config),
             members: g.members.keys().cloned().collect(),
             target_assignor: g.target.as_ref().map(|t| t.assignor.clone()),
             target_usage: g.target.as_ref().map(|t| t.usage),
@@ -704,7 +1002,7 @@ impl Coordinator {
                 backed_off: true,
             });
         }
-        let configs = self.resolve_configs(g);
+        let configs = self.resolve_configs(&g.config);
         let members = g
             .members
             .values()
@@ -761,8 +1059,10 @@ impl Coordinator {
                 if g.target
                     .as_ref()
                     .is_some_and(|t| t.epoch >= job.group_epoch)
+                    || job.group_epoch > g.group_epoch
                 {
-                    // A newer computation committed first (and may still be flushing).
+                    // A newer computation committed first (and may still be flushing), or the
+                    // job is of a group deleted and created again since it was planned.
                     return Ok(self.pending_writes());
                 }
                 // Changed in place and undone if the write fails, rather than built on a copy
@@ -799,8 +1099,30 @@ impl Coordinator {
                 );
                 Ok(self.pending(token))
             }
+            Err(error) if error.kind == ErrorKind::Capacity => {
+                // The host's capacity, not the assignor: a record, a capture or a backoff would
+                // blame the assignor and cost a flush while the host is busiest.
+                tracing::warn!(
+                    group = %group,
+                    assignor = %error.assignor,
+                    message = %error.message,
+                    "no capacity for the assignment; the next trigger retries at once"
+                );
+                Err(CoordinatorError::NoCapacity { group, error })
+            }
+            Err(_) if !self.groups.contains_key(&group) => {
+                // Deleted while its assignor ran: nothing to record the failure on.
+                Err(CoordinatorError::UnknownGroup(group))
+            }
             Err(error) => {
                 self.capture_failure(&job, &error);
+                // A failure record stays with the group until it succeeds: keep it small
+                // whatever the error says (room for the host's words around the guest's).
+                let error = TaskAssignorError {
+                    message: cut(&error.message, 2 * self.limits.get_max_message_bytes())
+                        .into_owned(),
+                    ..error
+                };
                 let failure = self.update(&group, |g| {
                     let consecutive = g.last_failure.as_ref().map_or(0, |f| f.consecutive) + 1;
                     let backoff = INITIAL_RETRY_BACKOFF
@@ -855,14 +1177,12 @@ impl Coordinator {
         }
     }
 
-    fn resolve_configs(&self, g: &GroupState) -> AssignmentConfigs {
+    fn resolve_configs(&self, config: &GroupConfig) -> AssignmentConfigs {
         AssignmentConfigs {
-            num_standby_replicas: g
-                .config
+            num_standby_replicas: config
                 .num_standby_replicas
                 .unwrap_or(self.broker_configs.num_standby_replicas),
-            rack_aware_assignment_tags: g
-                .config
+            rack_aware_assignment_tags: config
                 .rack_aware_assignment_tags
                 .clone()
                 .unwrap_or_else(|| self.broker_configs.rack_aware_assignment_tags.clone()),
@@ -873,24 +1193,122 @@ impl Coordinator {
     /// computation: the exact input the assignor saw, its configuration, limits and error.
     /// Kept, and persisted, until the next failure replaces it.
     pub fn last_capture(&self, group: &str) -> Option<&[u8]> {
-        self.captures.get(group).map(Vec::as_slice)
+        self.captures.get(group).map(|c| c.bytes.as_slice())
     }
 
-    /// Records the capture of a failed computation. Best effort: a store that cannot take it
-    /// must not turn the assignor's failure into a store failure.
+    /// Records the capture of a failed computation, replacing the group's previous one and
+    /// dropping the oldest others as [`StateLimits`] asks. Best effort: a store that cannot
+    /// take it must not turn the assignor's failure into a store failure.
     fn capture_failure(&mut self, job: &AssignmentJob, error: &TaskAssignorError) {
+        let group = &job.group_id;
+        // The group's previous capture is of an older failure: overwritten or, if this one
+        // cannot be kept, deleted, so that no capture stands for a failure it is not of.
+        let had_one = self.forget_capture(group);
         let bytes =
             crate::capture::of_failure(&job.assignor, &job.spec, &job.topology, error).to_bytes();
-        let key = format!("{CAPTURE_KEY_PREFIX}{}", job.group_id);
+        let limits = self.state_limits;
+        if limits.max_captures == 0 || bytes.len() > limits.max_capture_bytes {
+            tracing::warn!(
+                group = %group,
+                assignor = %error.assignor,
+                capture_bytes = bytes.len(),
+                max_capture_bytes = limits.max_capture_bytes,
+                max_captures = limits.max_captures,
+                "the failed assignment's capture is over the capture limits; not kept"
+            );
+            if had_one {
+                self.delete_capture_record(group);
+            }
+            return;
+        }
+        self.evict_captures(bytes.len());
+        let key = format!("{CAPTURE_KEY_PREFIX}{group}");
         if let Err(e) = self.store.put(&key, &bytes) {
             tracing::warn!(
-                group = %job.group_id,
+                group = %group,
                 assignor = %error.assignor,
                 error = %e,
                 "cannot persist the capture of a failed assignment; kept in memory only"
             );
         }
-        self.captures.insert(job.group_id.clone(), bytes);
+        self.capture_bytes += bytes.len();
+        let order = self.next_capture;
+        self.next_capture += 1;
+        self.captures
+            .insert(group.clone(), KeptCapture { bytes, order });
+    }
+
+    /// Drops the oldest captures until one of `room` more bytes fits the [`StateLimits`]
+    /// (`room` 0: until the kept ones do).
+    fn evict_captures(&mut self, room: usize) {
+        let limits = self.state_limits;
+        let incoming = usize::from(room > 0);
+        while !self.captures.is_empty()
+            && (self.captures.len() + incoming > limits.max_captures
+                || self.capture_bytes + room > limits.max_capture_bytes)
+        {
+            // Linear in the captures kept, which the limit keeps few; evictions are as rare
+            // as failures.
+            let oldest = self
+                .captures
+                .iter()
+                .min_by_key(|(_, c)| c.order)
+                .map(|(g, _)| g.clone())
+                .expect("not empty");
+            tracing::info!(
+                group = %oldest,
+                max_captures = limits.max_captures,
+                max_capture_bytes = limits.max_capture_bytes,
+                "dropping the oldest capture to keep to the capture limits"
+            );
+            self.drop_capture(&oldest);
+        }
+    }
+
+    /// Forgets `group`'s capture, in memory and (best effort) in the store.
+    fn drop_capture(&mut self, group: &str) {
+        if self.forget_capture(group) {
+            self.delete_capture_record(group);
+        }
+    }
+
+    /// Forgets `group`'s capture in memory; whether it had one.
+    fn forget_capture(&mut self, group: &str) -> bool {
+        let Some(old) = self.captures.remove(group) else {
+            return false;
+        };
+        self.capture_bytes -= old.bytes.len();
+        true
+    }
+
+    /// Deletes `group`'s capture from the store, best effort.
+    fn delete_capture_record(&self, group: &str) {
+        if let Err(e) = self.store.delete(&format!("{CAPTURE_KEY_PREFIX}{group}")) {
+            tracing::warn!(
+                group = %group,
+                error = %e,
+                "cannot delete a dropped capture from the store; it comes back after a restart"
+            );
+        }
+    }
+
+    /// A group about to be created: its id within the id limit (it is a store key and is
+    /// echoed in answers), and room for it under [`StateLimits::max_groups`].
+    fn check_new_group(&self, group: &str) -> Result<(), CoordinatorError> {
+        self.limits
+            .check_id(&|| "groupId".to_owned(), group)
+            .map_err(|source| CoordinatorError::InputLimit {
+                group: group.to_owned(),
+                source,
+            })?;
+        let limit = self.state_limits.max_groups;
+        if self.groups.len() >= limit {
+            return Err(CoordinatorError::TooManyGroups {
+                group: group.to_owned(),
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// A handle that waits until every change made so far is durable: what a reader waits
@@ -927,6 +1345,9 @@ impl Coordinator {
         group: &str,
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<(R, SyncToken), CoordinatorError> {
+        if !self.groups.contains_key(group) {
+            self.check_new_group(group)?;
+        }
         let mut state = self.groups.get(group).cloned().unwrap_or_default();
         let result = change(&mut state)?;
         if self.groups.get(group) == Some(&state) {
@@ -1091,8 +1512,271 @@ mod v1 {
 
 #[cfg(test)]
 mod tests {
+    use assignor_sdk::Subtopology;
+
     use super::*;
     use crate::error::ErrorKind;
+    use crate::store::MemoryStore;
+
+    /// A coordinator with only the built-in `sticky`, over `store`, on a clock at
+    /// 1,000,000 s after the epoch.
+    fn coordinator(store: Arc<dyn Store>) -> Coordinator {
+        let config = BrokerConfig::load(None, &["group.streams.assignors=sticky".into()])
+            .expect("valid config");
+        let runtime = crate::Runtime::new(Limits::default()).expect("runtime");
+        let registry = Registry::build(&runtime, &config).expect("registry");
+        Coordinator::open(registry, &config, store)
+            .expect("opens")
+            .with_clock(|| SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+    }
+
+    fn member(id: &str) -> Member {
+        Member {
+            member_id: id.to_owned(),
+            process_id: format!("process-of-{id}"),
+            ..Member::default()
+        }
+    }
+
+    fn topology(partitions: u32) -> Topology {
+        Topology {
+            subtopologies: vec![Subtopology {
+                id: "s0".into(),
+                max_num_input_partitions: partitions,
+                ..Subtopology::default()
+            }],
+            racks: Vec::new(),
+        }
+    }
+
+    /// Plans `group`'s computation and completes it with `kind` without running anything,
+    /// as the runtime would report it.
+    fn fail(c: &mut Coordinator, group: &str, kind: ErrorKind) -> CoordinatorError {
+        let job = c.plan(group).expect("plans").expect("a job to run");
+        let error = TaskAssignorError::new(job.assignor_name(), kind, "refused");
+        let done = CompletedJob {
+            job,
+            outcome: Err(error),
+        };
+        c.commit(done).expect_err("the outcome is a failure")
+    }
+
+    /// A capacity refusal is not the assignor's failure: it is answered as
+    /// `COORDINATOR_NOT_AVAILABLE`, stores nothing (no failure record, no capture, no
+    /// write), and the very next trigger runs the assignor again; a real failure in its place
+    /// is recorded, captured and backed off.
+    #[test]
+    fn capacity_is_retried_at_once_without_record_or_capture() {
+        let store = Arc::new(MemoryStore::new());
+        let mut c = coordinator(store.clone());
+        c.set_group("g", &[], topology(4), vec![member("a")])
+            .expect("group set");
+        let stored = store.load_all().expect("loads");
+        let e = fail(&mut c, "g", ErrorKind::Capacity);
+        assert!(matches!(e, CoordinatorError::NoCapacity { .. }), "{e}");
+        assert_eq!(e.code(), ErrorCode::CoordinatorNotAvailable);
+        assert!(e.to_string().contains("retry at once"), "{e}");
+        assert_eq!(c.describe("g").expect("exists").last_failure, None);
+        assert_eq!(c.last_capture("g"), None);
+        assert_eq!(store.load_all().expect("loads"), stored, "nothing written");
+        assert!(c.plan("g").expect("plans").is_some(), "retried at once");
+
+        let e = fail(&mut c, "g", ErrorKind::Trap);
+        assert_eq!(e.code(), ErrorCode::UnknownServerError);
+        assert!(c.last_capture("g").is_some(), "a real failure is captured");
+        let e = c.plan("g").expect_err("backed off");
+        assert!(
+            matches!(
+                e,
+                CoordinatorError::AssignmentFailed {
+                    backed_off: true,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    /// A group over an input limit is refused whole with the field, value and limit, through
+    /// every change that can grow it, and nothing is stored; the same group within the limits
+    /// is accepted.
+    #[test]
+    fn groups_over_input_limits_store_nothing() {
+        let store = Arc::new(MemoryStore::new());
+        let mut c = coordinator(store.clone()).with_limits(
+            Limits::default()
+                .max_members(2)
+                .max_partitions(8)
+                .max_id_bytes(16),
+        );
+        let e = c
+            .set_group("g", &[], topology(u32::MAX), vec![member("a")])
+            .expect_err("partitions over the limit");
+        let CoordinatorError::InputLimit { source, .. } = &e else {
+            panic!("not an input limit: {e}");
+        };
+        assert_eq!(
+            (source.field.as_str(), source.value, source.limit),
+            (
+                "topology.subtopologies[0].maxNumInputPartitions",
+                u64::from(u32::MAX),
+                8
+            )
+        );
+        assert_eq!(e.code(), ErrorCode::InvalidRequest);
+        assert!(
+            store.load_all().expect("loads").is_empty(),
+            "nothing stored"
+        );
+        assert!(c.describe("g").is_err(), "no group created");
+
+        let three = vec![member("a"), member("b"), member("c")];
+        let e = c
+            .set_group("g", &[], topology(8), three)
+            .expect_err("3 members");
+        assert!(
+            e.to_string().contains("members is 3, over the limit of 2"),
+            "{e}"
+        );
+        c.set_group("g", &[], topology(8), vec![member("a"), member("b")])
+            .expect("within the limits");
+        let stored = store.load_all().expect("loads");
+
+        let e = c
+            .upsert_member("g", member("c"))
+            .expect_err("a third member");
+        assert!(e.to_string().contains("members is 3"), "{e}");
+        c.upsert_member("g", member("b"))
+            .expect("updating a member adds none");
+        let e = c
+            .upsert_member("h", member(&"x".repeat(100)))
+            .expect_err("a long member id");
+        assert!(
+            e.to_string().contains("member.memberId (bytes) is 100"),
+            "{e}"
+        );
+        assert!(e.to_string().len() < 300, "the id is not echoed: {e}");
+        let e = c.set_topology("g", topology(9)).expect_err("9 partitions");
+        assert!(e.to_string().contains("is 9, over the limit of 8"), "{e}");
+        let e = c
+            .alter_config(
+                "g",
+                &[(RACK_AWARE_ASSIGNMENT_TAGS, ConfigOp::Set("t".repeat(17)))],
+            )
+            .expect_err("a long tag");
+        assert!(e.to_string().contains("rackAwareAssignmentTags[0]"), "{e}");
+        let e = c
+            .alter_config(&"g".repeat(17), &[])
+            .expect_err("a long group id");
+        assert!(e.to_string().contains("groupId (bytes) is 17"), "{e}");
+        assert_eq!(store.load_all().expect("loads"), stored, "nothing changed");
+    }
+
+    /// Past `max.groups` no group is created (`POLICY_VIOLATION`, nothing stored) while
+    /// existing groups still change; deleting one makes room.
+    #[test]
+    fn groups_are_bounded_and_deletable() {
+        let store = Arc::new(MemoryStore::new());
+        let mut c =
+            coordinator(store.clone()).with_state_limits(StateLimits::default().max_groups(2));
+        for g in ["g1", "g2"] {
+            c.set_topology(g, topology(1)).expect("created");
+        }
+        let e = c
+            .set_topology("g3", topology(1))
+            .expect_err("a third group");
+        assert_eq!(e.code(), ErrorCode::PolicyViolation);
+        assert!(e.to_string().contains("2 groups exist"), "{e}");
+        assert_eq!(c.groups().collect::<Vec<_>>(), ["g1", "g2"]);
+        c.set_topology("g2", topology(2))
+            .expect("existing groups change");
+        c.delete_group("g1").expect("deleted");
+        assert!(matches!(
+            c.delete_group("g1"),
+            Err(CoordinatorError::UnknownGroup(_))
+        ));
+        c.set_topology("g3", topology(1)).expect("room again");
+        let keys: Vec<String> = store
+            .load_all()
+            .expect("loads")
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, ["group/g2", "group/g3"]);
+    }
+
+    /// Captures are bounded in count and bytes: each failure of another group past the limit
+    /// drops the oldest capture from memory and the store, a capture larger than the byte
+    /// limit is not kept (nor is the group's older one), and a reopened coordinator keeps to
+    /// the limits it is given.
+    #[test]
+    fn captures_are_bounded_oldest_first() {
+        let store = Arc::new(MemoryStore::new());
+        let mut c =
+            coordinator(store.clone()).with_state_limits(StateLimits::default().max_captures(2));
+        for g in ["g1", "g2", "g3"] {
+            c.set_group(g, &[], topology(4), vec![member("a")])
+                .expect("group set");
+            fail(&mut c, g, ErrorKind::Trap);
+        }
+        let captured = |c: &Coordinator| {
+            ["g1", "g2", "g3"]
+                .into_iter()
+                .filter(|g| c.last_capture(g).is_some())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(captured(&c), ["g2", "g3"]);
+        let stored_captures = |store: &MemoryStore| {
+            store
+                .load_all()
+                .expect("loads")
+                .into_iter()
+                .filter(|(k, _)| k.starts_with(CAPTURE_KEY_PREFIX))
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(stored_captures(&store), ["capture/g2", "capture/g3"]);
+
+        let one = c.last_capture("g3").expect("kept").len();
+        c.set_state_limits(StateLimits::default().max_capture_bytes(one + one / 2));
+        assert_eq!(captured(&c), ["g3"], "the oldest dropped to fit the bytes");
+        c.set_group(
+            "g3",
+            &[],
+            topology(4),
+            (0..50).map(|i| member(&format!("m{i}"))).collect(),
+        )
+        .expect("a larger group");
+        fail(&mut c, "g3", ErrorKind::Trap);
+        assert_eq!(captured(&c), Vec::<&str>::new(), "too large to keep");
+        assert_eq!(stored_captures(&store), Vec::<String>::new());
+
+        // A new member moves g1's epoch past its backed-off failure.
+        c.upsert_member("g1", member("b")).expect("joined");
+        fail(&mut c, "g1", ErrorKind::Trap);
+        drop(c);
+        let c = coordinator(store.clone());
+        assert_eq!(captured(&c), ["g1"], "restored");
+        let c = c.with_state_limits(StateLimits::default().max_captures(0));
+        assert_eq!(captured(&c), Vec::<&str>::new());
+        assert_eq!(stored_captures(&store), Vec::<String>::new());
+    }
+
+    /// A failure's retry time reads as an RFC 3339 time, not as epoch seconds.
+    #[test]
+    fn retry_times_read_as_rfc3339() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_152_127);
+        assert_eq!(rfc3339(at), "2026-12-01T19:08:47Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(951_825_600)),
+            "2000-02-29T12:00:00Z"
+        );
+        assert_eq!(
+            retry_note(at),
+            " (next retry no earlier than 2026-12-01T19:08:47Z)"
+        );
+    }
 
     /// A group written by a version-1 runtime (a failure without fuel) still loads, with its
     /// failure intact and no fuel.

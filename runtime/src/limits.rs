@@ -46,13 +46,16 @@ pub const DEFAULT_MAX_ID_BYTES: usize = 1 << 10;
 /// the host: 4 KiB; the rest is dropped where it enters the host, with a note of how much.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 10;
 
-/// Default cap on one function body in a component, checked before compiling: 1 MiB. Cranelift's
-/// time grows faster than linearly in a function's size, so one huge body is what makes a
-/// compilation slow; the largest in a release-built Rust assignor is a few tens of KiB.
-pub const DEFAULT_MAX_FUNCTION_BYTES: usize = 1 << 20;
+/// Default cap on one function body in a component, checked before compiling: 256 KiB.
+/// Cranelift's time grows faster than linearly in a function's size (measured on a loaded
+/// 2-core machine: 256 KiB of straight-line code 0.28 s, 1 MiB 1.9 s, 2 MiB 3.1 s), so one
+/// huge body is what makes a compilation slow; the largest in the release-built sample
+/// assignors is 19 KiB.
+pub const DEFAULT_MAX_FUNCTION_BYTES: usize = 256 << 10;
 /// Default cap on all function bodies of a component together, checked before compiling:
-/// 16 MiB, which compiles in a few seconds per core (a Rust assignor has 50–500 KiB).
-pub const DEFAULT_MAX_CODE_BYTES: usize = 16 << 20;
+/// 4 MiB, about 3 s of compilation on a loaded 2-core machine (16 MiB took 13 s). The sample
+/// assignors have 140–400 KiB.
+pub const DEFAULT_MAX_CODE_BYTES: usize = 4 << 20;
 
 /// Limits applied to every sandboxed call, built with setters over documented defaults.
 ///

@@ -171,8 +171,8 @@ fn assert_ok(run: &Run) {
 }
 
 /// Upload, list, put a group from stdin, select the upload, assign, read the target,
-/// describe, refuse to delete it while selected, then delete it: every step through the
-/// binary, readable by default and the service's JSON with `--json`.
+/// describe, refuse to delete it while selected, then delete it, and delete the group: every
+/// step through the binary, readable by default and the service's JSON with `--json`.
 #[test]
 fn cli_drives_the_service_end_to_end() {
     let server = Server::start();
@@ -280,6 +280,13 @@ fn cli_drives_the_service_end_to_end() {
     let gone = server.run(&["delete", "hashmap-user"]);
     assert_eq!(gone.code, 1, "{gone}");
     assert!(gone.stderr.contains("RESOURCE_NOT_FOUND"), "{gone}");
+
+    let deleted = server.run(&["group", "delete", "orders"]);
+    assert_ok(&deleted);
+    assert_eq!(deleted.stdout, "deleted group `orders`\n");
+    let gone = server.run(&["group", "describe", "orders"]);
+    assert_eq!(gone.code, 1, "{gone}");
+    assert!(gone.stderr.contains("RESOURCE_NOT_FOUND"), "{gone}");
 }
 
 /// A rejected upload exits 1 naming the failed check and listing those passed before it;
@@ -385,6 +392,42 @@ fn bad_key_value_exits_2() {
     );
     assert_eq!(run.code, 2, "{run}");
     assert!(run.stderr.contains("nothing to change"), "{run}");
+}
+
+/// An upload over the tenant's size limit, large enough that the service refuses it before
+/// reading it and closes the connection, is reported with the service's own answer (413,
+/// `ASSIGNOR_REJECTED`, the size check and the limit) by the library client and by
+/// `assignor upload` (exit 1), not as an unreachable service.
+#[test]
+fn oversized_upload_reports_the_services_refusal() {
+    let server = Server::start();
+    // Over the default 8 MiB `max.component.bytes`, and over what socket buffers hold.
+    let bytes = vec![0u8; 9 << 20];
+    let client = Client::new(&server.url, Some(TOKEN)).expect("valid URL");
+    match client.upload("big", &bytes) {
+        Err(ClientError::Refused {
+            status: 413,
+            code,
+            message,
+            error,
+        }) => {
+            assert_eq!(code, "ASSIGNOR_REJECTED");
+            assert_eq!(error["check"], "size", "{error}");
+            assert!(message.contains("is 9437184 bytes"), "{message}");
+            assert!(message.contains("8388608-byte limit"), "{message}");
+        }
+        other => panic!("expected the service's 413, got {other:?}"),
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("big.wasm");
+    std::fs::write(&file, &bytes).expect("written");
+    let run = server.run(&["upload", "big", file.to_str().expect("UTF-8 path")]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("ASSIGNOR_REJECTED") && run.stderr.contains("HTTP 413"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains("cannot reach"), "{run}");
 }
 
 /// The library client types the service's answers and keeps their JSON; its errors carry the

@@ -223,6 +223,40 @@ impl Client {
         self.finish(r)
     }
 
+    /// A PUT with `Expect: 100-continue`, as the service's own client sends large bodies:
+    /// the body goes only if the service asks for it.
+    pub(crate) fn put_expecting_continue(&self, path: &str, body: &[u8]) -> (u16, Value) {
+        let r = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .header("Expect", "100-continue")
+            .send(body);
+        self.finish(r)
+    }
+
+    /// A PUT whose body is sent chunked, without a `Content-Length`.
+    pub(crate) fn put_chunked(&self, path: &str, body: &[u8]) -> (u16, Value) {
+        let mut reader = body;
+        let r = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .send(ureq::SendBody::from_reader(&mut reader));
+        self.finish(r)
+    }
+
+    /// The status alone of a GET, for answers that are not JSON (a capture's bytes).
+    pub(crate) fn status(&self, path: &str) -> u16 {
+        self.agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .call()
+            .expect("the request reaches the server")
+            .status()
+            .as_u16()
+    }
+
     pub(crate) fn post(&self, path: &str) -> (u16, Value) {
         let r = self
             .agent

@@ -1,20 +1,23 @@
 //! The service in a process of its own, stopped mid-load by SIGKILL and by SIGTERM and
 //! started again on the same data directory: every acknowledged upload, group config and
-//! target assignment is there.
+//! target assignment is there; and a SIGTERM ends the service within its deadlines even
+//! while a guest sleeps or a client stalls.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use assignor_runtime::service::STOP_MARGIN;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
-use crate::service::{Client, TOKEN_A, config_keys, group_doc};
+use crate::service::{Client, GROUP_DOC, TOKEN_A, config_keys, group_doc};
 
 /// Client threads, each driving groups of its own.
 const WORKERS: usize = 3;
@@ -36,7 +39,13 @@ struct Process {
 
 impl Process {
     fn start(data_dir: &Path) -> Self {
+        Self::start_with(data_dir, &[])
+    }
+
+    /// [`Process::start`] with `extra` keys after the tests' own (later keys win).
+    fn start_with(data_dir: &Path, extra: &[String]) -> Self {
         let mut keys = config_keys(data_dir);
+        keys.extend(extra.iter().cloned());
         keys.push("service.listen=127.0.0.1:0".into());
         let mut child = Command::new(env!("CARGO_BIN_EXE_service-runner"))
             .args(keys)
@@ -67,7 +76,13 @@ impl Process {
     }
 
     /// SIGTERM, then waits for the graceful exit.
-    fn sigterm(mut self) {
+    fn sigterm(self) {
+        self.stop_gracefully();
+    }
+
+    /// SIGTERM, then waits for the graceful exit; returns how long it took from the signal.
+    fn stop_gracefully(mut self) -> Duration {
+        let signalled = Instant::now();
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -77,8 +92,10 @@ impl Process {
         std::io::Read::read_to_string(self.child.stdout.as_mut().expect("piped"), &mut rest)
             .expect("the service's output");
         let exit = self.child.wait().expect("reaped");
+        let took = signalled.elapsed();
         assert!(exit.success(), "graceful stop exits 0: {exit}");
         assert_eq!(rest.trim(), "stopped");
+        took
     }
 }
 
@@ -268,4 +285,72 @@ fn graceful_stop_mid_load_keeps_everything_acknowledged() {
     let process = Process::start(dir.path());
     check(&process.client(), &acked, &uploads, true);
     process.sigterm();
+}
+
+/// A SIGTERM while a guest sleeps in a host function ends the service within the call's
+/// deadline plus [`STOP_MARGIN`], the call answered as `timeout`; one while a client stalls in
+/// the middle of its request body ends it within the longest limit of in-flight work (the
+/// compile time limit plus the deadline) plus the margin, without that client's request.
+#[test]
+fn graceful_stop_is_bounded_by_the_deadlines() {
+    const TIMEOUT: Duration = Duration::from_millis(1000);
+    const COMPILE_TIMEOUT: Duration = Duration::from_millis(1000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The sleeper cannot be uploaded (its trial would time out): the broker lists it. Every
+    // tenant gets the short limits: a stalled request's tenant is not known, so the stop
+    // waits for the longest.
+    let mut keys = vec![format!(
+        "group.streams.assignors=sticky,{}",
+        guests::SLEEPER
+    )];
+    for tenant in ["a", "b", "tiny"] {
+        keys.push(format!(
+            "service.tenant.{tenant}.timeout.ms={}",
+            TIMEOUT.as_millis()
+        ));
+        keys.push(format!(
+            "service.tenant.{tenant}.compile.timeout.ms={}",
+            COMPILE_TIMEOUT.as_millis()
+        ));
+    }
+
+    let process = Process::start_with(dir.path(), &keys);
+    let a = process.client();
+    assert_eq!(a.put("/v1/groups/g", GROUP_DOC.as_bytes()).0, 200);
+    let (status, body) = a.set_config("g", json!({"streams.assignor.name": "sleeper"}), &[]);
+    assert_eq!(status, 200, "{body}");
+    let call = thread::spawn(move || a.try_post("/v1/groups/g/assign"));
+    thread::sleep(Duration::from_millis(300));
+    let with_sleeper = process.stop_gracefully();
+    assert!(
+        with_sleeper < TIMEOUT + STOP_MARGIN,
+        "stopped {with_sleeper:?} after the signal"
+    );
+    let answer = call.join().expect("the caller");
+    let Some((500, body)) = answer else {
+        panic!("the sleeping call is answered at its deadline: {answer:?}");
+    };
+    assert_eq!(body["error"]["kind"], "timeout", "{body}");
+
+    let process = Process::start_with(dir.path(), &keys);
+    let addr = process.base.strip_prefix("http://").expect("an http URL");
+    let mut stalled = TcpStream::connect(addr).expect("connects");
+    write!(
+        stalled,
+        "PUT /v1/groups/g HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN_A}\r\n\
+         Content-Length: 1000\r\n\r\n{{\"topology\""
+    )
+    .expect("a request begun");
+    thread::sleep(Duration::from_millis(300));
+    let with_stalled = process.stop_gracefully();
+    let grace = COMPILE_TIMEOUT + TIMEOUT + STOP_MARGIN;
+    assert!(
+        with_stalled < grace + STOP_MARGIN,
+        "stopped {with_stalled:?} after the signal, with a client stalled mid-body"
+    );
+    drop(stalled);
+    println!(
+        "graceful stop: {with_sleeper:?} after SIGTERM with a sleeping guest (deadline \
+         {TIMEOUT:?}), {with_stalled:?} with a stalled client (bound {grace:?})"
+    );
 }

@@ -1,8 +1,11 @@
 //! The admin's routes: tenants and their limits, changed at run time, and the metrics.
 //!
 //! `PUT /v1/admin/tenants/{tenant}/limits` takes any of `fuel` (units, or `"none"`),
-//! `memoryBytes`, `timeoutMs`, `compileTimeoutMs`, `maxAssignors`, `maxComponentBytes` and
-//! `maxConcurrentAssignments`; the fields sent replace the current values, the others stay.
+//! `memoryBytes`, `timeoutMs`, `compileTimeoutMs`, `maxAssignors`, `maxComponentBytes`,
+//! `maxConcurrentAssignments`, `maxInputBytes`, `maxGroups`, `maxCaptures` and
+//! `maxCaptureBytes`; the fields sent replace the current values, the others stay. Lowered
+//! capture limits drop the oldest captures at once; a lowered group limit keeps the groups
+//! there are, but no more are created.
 //! The change is all or nothing: every upload of the tenant is reloaded under the new limits
 //! first, and if one no longer loads (say its `configure` needs more memory than the new
 //! limit) the change is refused with `POLICY_VIOLATION` naming it. Accepted changes are
@@ -16,15 +19,15 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::api::{AppState, blocking};
+use super::api::{AppState, blocking, read_small_body};
 use super::auth::{Caller, authenticate};
 use super::config::LimitOverrides;
 use super::error::ApiError;
@@ -60,6 +63,10 @@ fn tenant_json(name: &str, settings: &Settings) -> Value {
             "maxAssignors": l.max_assignors,
             "maxComponentBytes": l.max_component_bytes,
             "maxConcurrentAssignments": l.max_concurrent_assignments,
+            "maxInputBytes": l.max_input_bytes,
+            "maxGroups": l.max_groups,
+            "maxCaptures": l.max_captures,
+            "maxCaptureBytes": l.max_capture_bytes,
         },
         "overrides": settings.overrides,
     })
@@ -94,8 +101,10 @@ pub(crate) async fn put_limits(
     _: AdminCaller,
     State(s): State<AppState>,
     Path(tenant): Path<String>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
+    let body = read_small_body(&headers, body, "the limits").await?;
     let change: LimitOverrides = super::api::parse_json(&body)?;
     let t = find(&s, &tenant)?;
     let settings = blocking(&t, move |t| {

@@ -15,6 +15,7 @@
 //! | `PUT /v1/groups/{group}/config` | `{"set": {k: v}, "delete": [k]}`, all or nothing |
 //! | `GET /v1/groups/{group}/config` | the group's own config (overrides; `null`: the default) |
 //! | `PUT /v1/groups/{group}` | the whole group in the input JSON, as one all-or-nothing change: topology set, members upserted, absent members removed, `configs` applied if present |
+//! | `DELETE /v1/groups/{group}` | delete the group: its state, target and capture |
 //! | `POST /v1/groups/{group}/assign` | the trigger: computes the target if behind, answers it with usage |
 //! | `GET /v1/groups/{group}/assignment` | the committed target |
 //! | `GET /v1/groups/{group}` | describe |
@@ -22,19 +23,33 @@
 //! | `PUT /v1/admin/tenants/{tenant}/limits` | admin token only: change some of a tenant's limits at run time (see `admin`) |
 //! | `DELETE /v1/admin/tenants/{tenant}/limits` | admin token only: back to the config file's limits |
 //! | `GET /metrics` | admin token only: Prometheus metrics (see `metrics`) |
+//!
+//! Every body is bounded before it is read: a `Content-Length` over the route's limit is
+//! answered 413 at once, without reading (so a client that sent `Expect: 100-continue` never
+//! sends the body), and a body without one is cut off as soon as it passes the limit. The
+//! limits: an upload, the tenant's `max.component.bytes`; a group document, its
+//! `max.input.bytes`; anything else, [`MAX_REQUEST_BYTES`]. A group over one of the input
+//! limits (members, subtopologies, partitions, tasks, id length) is refused 400 with the
+//! field, its value and the limit, and nothing is stored.
+//!
+//! A panic while handling a request answers that request 500 and nothing else: the layer
+//! [`catch_panic`] turns it into an answer, and the tenant's state is never left half
+//! changed (every change is built on a copy; its lock does not poison).
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use futures_util::{FutureExt as _, StreamExt as _};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
@@ -46,7 +61,9 @@ use crate::coordinator::{
     AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription,
     NUM_STANDBY_REPLICAS, Pending, RACK_AWARE_ASSIGNMENT_TAGS,
 };
-use crate::json::{AssignmentView, parse_input};
+use crate::error::ErrorKind;
+use crate::json::{AssignmentView, parse_input_with};
+use crate::limits::cut;
 
 use super::Service;
 use super::admin;
@@ -56,22 +73,28 @@ use super::tenant::{Settings, Tenant};
 
 pub(crate) type AppState = Arc<Service>;
 
-/// Largest JSON body (group documents, configs): a 1000-member group with offsets for 16384
-/// tasks is a few MiB. Uploads are bounded per tenant instead (see [`put_assignor`]).
-const MAX_DOCUMENT_BYTES: usize = 16 << 20;
-/// Read beyond a tenant's `max.component.bytes`, so an oversized upload's answer can say how
-/// big it is; anything larger is cut off unread.
-const UPLOAD_READ_SLACK: usize = 1 << 20;
+/// Largest body of the small requests (a group's config change, an admin's limits): 1 MiB,
+/// far more than they need. Uploads and group documents have the tenant's own limits.
+pub(crate) const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// How much of a body's declared length is allocated before it arrives: a client may declare
+/// the limit and send nothing, and many may do so at once.
+const BODY_PREALLOCATION: usize = 1 << 20;
+/// How much of a refused body is read and dropped before the answer, for a client that did not
+/// wait for `100 Continue`: 1 MiB (see [`read_body`]).
+const DRAIN_BYTES: usize = 1 << 20;
 
 pub(crate) fn router(service: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(health))
         .route("/v1/assignors", get(list_assignors))
         .route(
             "/v1/assignors/{name}",
             put(put_assignor).delete(delete_assignor),
         )
-        .route("/v1/groups/{group}", put(put_group).get(describe))
+        .route(
+            "/v1/groups/{group}",
+            put(put_group).get(describe).delete(delete_group),
+        )
         .route(
             "/v1/groups/{group}/config",
             put(put_group_config).get(get_group_config),
@@ -84,10 +107,40 @@ pub(crate) fn router(service: AppState) -> Router {
             "/v1/admin/tenants/{tenant}/limits",
             put(admin::put_limits).delete(admin::delete_limits),
         )
-        .route("/metrics", get(admin::metrics))
-        .layer(DefaultBodyLimit::max(MAX_DOCUMENT_BYTES))
+        .route("/metrics", get(admin::metrics));
+    layers(routes).with_state(service)
+}
+
+/// The layers every route runs in: the `request` span and its event, and, inside it, the
+/// panic catcher (so a panic's 500 is logged like any answer).
+fn layers<S: Clone + Send + Sync + 'static>(routes: Router<S>) -> Router<S> {
+    routes
+        .layer(middleware::from_fn(catch_panic))
         .layer(middleware::from_fn(log_request))
-        .with_state(service)
+}
+
+/// Answers a request whose handling panicked with 500, logging the panic: the connection, the
+/// other requests and the process carry on. Unwinding is safe here: a handler's state is its
+/// own, and the shared state it may have been changing is only ever changed through copies
+/// swapped in whole, behind locks that do not poison (see `Tenant::state`).
+async fn catch_panic(request: Request, next: Next) -> Response {
+    match AssertUnwindSafe(next.run(request)).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned());
+            let reason = cut(&reason, 1024);
+            tracing::error!(panic = %reason, "request handling panicked; answered 500");
+            ApiError::internal(format!(
+                "the service failed handling this request (a bug: it panicked: {reason}); \
+                 other requests are unaffected; retry, and report it with the service's log"
+            ))
+            .into_response()
+        }
+    }
 }
 
 /// Runs each request in a `request` span (method, matched route, and the tenant once
@@ -149,10 +202,24 @@ pub(crate) async fn blocking<R: Send + 'static>(
 }
 
 /// One of the tenant's assignment slots, waiting at most the tenant's deadline (a running
-/// call ends by then): past it, 429.
-async fn permit(settings: &Settings) -> Result<OwnedSemaphorePermit, ApiError> {
+/// call ends by then): past it, 429. A service that starts stopping meanwhile answers 503 at
+/// once: its stop waits for the calls running, not for calls yet to start.
+async fn permit(s: &Service, settings: &Settings) -> Result<OwnedSemaphorePermit, ApiError> {
     let wait = settings.limits.timeout;
-    match tokio::time::timeout(wait, settings.permits.clone().acquire_owned()).await {
+    let mut stopping = s.stopping.subscribe();
+    let acquired = tokio::select! {
+        acquired = tokio::time::timeout(wait, settings.permits.clone().acquire_owned()) => acquired,
+        Ok(_) = stopping.wait_for(|stop| *stop) => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "COORDINATOR_NOT_AVAILABLE",
+                "the service is stopping, so this call did not start and nothing changed; \
+                 retry once it is back",
+            )
+            .with("retriable", true));
+        }
+    };
+    match acquired {
         Ok(Ok(permit)) => Ok(permit),
         _ => Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -168,6 +235,99 @@ async fn permit(settings: &Settings) -> Result<OwnedSemaphorePermit, ApiError> {
             "retryAfterMs",
             u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
         )),
+    }
+}
+
+/// Why a body was not read whole.
+pub(crate) enum BodyError {
+    /// It is over the limit: its declared size if it had one.
+    TooLarge(Option<u64>),
+    /// The client stopped sending it.
+    BrokeOff(String),
+}
+
+impl BodyError {
+    /// The answer: 413 `MESSAGE_TOO_LARGE` naming `what`, its size if declared, the limit and
+    /// the limit's key; 400 for a body that broke off.
+    pub(crate) fn answer(self, what: &str, limit: usize, limit_key: &str) -> ApiError {
+        match self {
+            Self::TooLarge(size) => {
+                let size_text = size.map_or_else(String::new, |s| format!(" is {s} bytes,"));
+                let error = ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "MESSAGE_TOO_LARGE",
+                    format!(
+                        "{what}{size_text} over the limit of {limit} bytes ({limit_key}); send \
+                         a smaller one, or ask the service's admin to raise the limit"
+                    ),
+                )
+                .with("limit", limit)
+                .with("limitName", limit_key);
+                match size {
+                    Some(s) => error.with("bytes", s),
+                    None => error,
+                }
+            }
+            Self::BrokeOff(reason) => {
+                ApiError::bad_request(format!("{what} broke off before its end: {reason}"))
+            }
+        }
+    }
+}
+
+/// Reads a request body of at most `limit` bytes. A `Content-Length` over it is refused before
+/// anything is read, so a client waiting on `Expect: 100-continue` is answered without sending
+/// the body; a body without one is cut off as soon as it passes the limit.
+///
+/// A client that did not wait has its body on the way: a server closing a connection with
+/// unread data makes it send a reset, which can destroy the answer before the client reads
+/// it. So a refused body is read and dropped first, if that is at most [`DRAIN_BYTES`] more;
+/// a larger one is refused unread all the same (the service's own client waits for
+/// `100 Continue` on large bodies).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, BodyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let waits = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let mut stream = body.into_data_stream();
+    if let Some(size) = declared
+        && size > limit as u64
+    {
+        if !waits && size <= DRAIN_BYTES as u64 {
+            drain(&mut stream).await;
+        }
+        return Err(BodyError::TooLarge(Some(size)));
+    }
+    let expected = declared.map_or(0, |d| usize::try_from(d).unwrap_or(limit));
+    let mut bytes = Vec::with_capacity(expected.min(BODY_PREALLOCATION));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BodyError::BrokeOff(e.to_string()))?;
+        if bytes.len() + chunk.len() > limit {
+            if !waits {
+                drain(&mut stream).await;
+            }
+            return Err(BodyError::TooLarge(None));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
+}
+
+/// Reads and drops what is left of a body, up to [`DRAIN_BYTES`].
+async fn drain(stream: &mut axum::body::BodyDataStream) {
+    let mut dropped = 0;
+    while dropped <= DRAIN_BYTES {
+        match stream.next().await {
+            Some(Ok(chunk)) => dropped += chunk.len(),
+            _ => return,
+        }
     }
 }
 
@@ -225,8 +385,8 @@ async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<Value>, Ap
     Ok(Json(json!({ "assignors": assignors })))
 }
 
-/// Upload: every check of [`Tenant`]'s, in order. The body is read up to the tenant's
-/// `max.component.bytes` (plus room to say by how much it is over); the load (validation,
+/// Upload: every check of [`Tenant`]'s, in order. The body is read only if its declared size
+/// is within the tenant's `max.component.bytes`, and only up to it; the load (validation,
 /// compilation, `name()`, `configure`) must finish within `compile.timeout.ms`. A load past
 /// it is answered at once, but keeps its assignment slot until the compiler is done, so a
 /// tenant's slow uploads can occupy no more cores than its assignments can. (The finished
@@ -236,9 +396,10 @@ async fn put_assignor(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let result = upload(&t, name.clone(), body).await;
+    let result = upload(&s, &t, name.clone(), &headers, body).await;
     match result {
         Ok((replaced, report)) => {
             s.metrics.upload(&t.name, "accepted");
@@ -275,22 +436,21 @@ async fn put_assignor(
 }
 
 /// The upload's checks and commit; answers whether it replaced one, and the report.
-async fn upload(t: &Arc<Tenant>, name: String, body: Body) -> Result<(bool, Value), ApiError> {
+async fn upload(
+    s: &Service,
+    t: &Arc<Tenant>,
+    name: String,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(bool, Value), ApiError> {
     let settings = t.settings();
     let max = settings.limits.max_component_bytes;
-    let body = axum::body::to_bytes(body, max.saturating_add(UPLOAD_READ_SLACK))
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "ASSIGNOR_REJECTED",
-                format!("upload rejected: the component is over this tenant's {max}-byte limit"),
-            )
-            .with("check", "size")
-            .with("passed", Vec::<String>::new())
-        })?;
-    let checks = Tenant::check_size(&settings, &body)?;
-    let permit = permit(&settings).await?;
+    let body = read_body(headers, body, max).await.map_err(|e| match e {
+        BodyError::TooLarge(size) => Tenant::oversized(&t.name, max, size),
+        e => e.answer("the component", max, "max.component.bytes"),
+    })?;
+    let checks = Tenant::size_passed(max, body.len());
+    let permit = permit(s, &settings).await?;
     let compile_timeout = settings.limits.compile_timeout;
     let load = {
         let (t, settings, name, body) = (t.clone(), settings.clone(), name.clone(), body.clone());
@@ -375,17 +535,25 @@ fn config_text(key: &str, value: &Value) -> Result<String, ApiError> {
     }
 }
 
-async fn put_group_config(
-    TenantCaller(t): TenantCaller,
-    Path(group): Path<String>,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let change: ConfigChange = parse_json(&body)?;
+/// The changes a `PUT …/config` body asks for, in order: its sets, then its deletes.
+pub(crate) fn config_changes(body: &[u8]) -> Result<Vec<(String, ConfigOp)>, ApiError> {
+    let change: ConfigChange = parse_json(body)?;
     let mut ops: Vec<(String, ConfigOp)> = Vec::new();
     for (k, v) in &change.set {
         ops.push((k.clone(), ConfigOp::Set(config_text(k, v)?)));
     }
     ops.extend(change.delete.iter().map(|k| (k.clone(), ConfigOp::Delete)));
+    Ok(ops)
+}
+
+async fn put_group_config(
+    TenantCaller(t): TenantCaller,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    let body = read_small_body(&headers, body, "the config change").await?;
+    let ops = config_changes(&body)?;
     blocking(&t, move |t| {
         let ops: Vec<(&str, ConfigOp)> = ops.iter().map(|(k, o)| (k.as_str(), o.clone())).collect();
         let mut state = t.state();
@@ -417,21 +585,59 @@ fn config_json(group: &str, config: &GroupConfig) -> Value {
     })
 }
 
+/// A small request's body, within [`MAX_REQUEST_BYTES`].
+pub(crate) async fn read_small_body(
+    headers: &HeaderMap,
+    body: Body,
+    what: &str,
+) -> Result<Bytes, ApiError> {
+    read_body(headers, body, MAX_REQUEST_BYTES)
+        .await
+        .map_err(|e| {
+            e.answer(
+                what,
+                MAX_REQUEST_BYTES,
+                "the service's limit on request bodies",
+            )
+        })
+}
+
+/// Whether a group document has `configs`, found without building anything: every other
+/// field is skipped unread.
+fn has_configs(text: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        configs: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.configs.is_some())
+}
+
+/// `PUT /v1/groups/{group}`: the body is read up to the tenant's `max.input.bytes`, then parsed
+/// and checked on the blocking pool (a large document takes a while to parse, which must not
+/// hold an async thread); a group over an input limit stores nothing.
 async fn put_group(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::bad_request("the group document is not UTF-8"))?;
-    let (spec, topology) =
-        parse_input(text).map_err(|e| ApiError::bad_request(e.to_string()).with("path", e.path))?;
-    // The document's `configs` become the group's overrides only when it has them: parsing
-    // fills absent configs with defaults, which must not erase settings made through /config.
-    let has_configs = serde_json::from_str::<Value>(text)
-        .ok()
-        .is_some_and(|v| v.get("configs").is_some());
+    let max = t.settings().limits.max_input_bytes;
+    let body = read_body(&headers, body, max).await.map_err(|e| {
+        e.answer(
+            "the group document",
+            max,
+            &format!("service.tenant.{}.max.input.bytes", t.name),
+        )
+    })?;
     blocking(&t, move |t| {
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| ApiError::bad_request("the group document is not UTF-8"))?;
+        let (spec, topology) = parse_input_with(text, t.settings().call_limits())
+            .map_err(|e| ApiError::bad_request(e.to_string()).with("path", e.path))?;
+        // The document's `configs` become the group's overrides only when it has them: parsing
+        // fills absent configs with defaults, which must not erase settings made through
+        // /config.
+        let has_configs = has_configs(text);
         let mut state = t.state();
         let c = &mut state.coordinator;
         let tags = spec.configs.rack_aware_assignment_tags.join(",");
@@ -522,15 +728,16 @@ async fn assign(
     // assignments go on meanwhile. The slot bounds calls, which use a core, and is freed
     // before the commit: waiting for a flush does not, and holding the slot through it would
     // cap how many commits can share one flush.
-    let permit = permit(&t.settings()).instrument(span.clone()).await?;
+    let permit = permit(&s, &t.settings()).instrument(span.clone()).await?;
     let start = Instant::now();
     let done = job.run_async().instrument(span.clone()).await;
     drop(permit);
     let duration = start.elapsed();
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
-    // A success commits here: an in-memory change and one buffered write. A failure is
-    // recorded durably (a flush), on the pool.
-    let committed = if outcome.is_ok() {
+    // A success commits here: an in-memory change and one buffered write, as does a refusal
+    // for want of capacity, which writes nothing. A failure is recorded durably (a flush), on
+    // the pool.
+    let committed = if outcome.is_ok() || outcome == Err(ErrorKind::Capacity) {
         commit(&t, &mut t.lock().await.coordinator, done, &group)
     } else {
         let g = group.clone();
@@ -650,6 +857,20 @@ async fn get_capture(
     }
 }
 
+/// `DELETE /v1/groups/{group}`: the group, its target and its capture, durably; its id (and
+/// its place under the tenant's `max.groups`) is free again.
+async fn delete_group(
+    TenantCaller(t): TenantCaller,
+    Path(group): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    blocking(&t, move |t| {
+        t.state().coordinator.delete_group(&group)?;
+        tracing::info!(group = %group, "group deleted");
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
 async fn describe(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
@@ -695,4 +916,56 @@ fn describe_json(d: &GroupDescription, settings: &Settings) -> Value {
             "retryAtMs": millis(f.retry_at),
         })),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handler that panics, mounted behind the service's own layers, answers its request
+    /// 500 with the service's error object naming the panic, and the same server (the same
+    /// client's connection pool, too) goes on answering other requests.
+    #[test]
+    fn a_panic_answers_500_and_the_server_carries_on() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let routes = layers(
+            Router::new()
+                .route(
+                    "/panic",
+                    get(|| async { panic!("an invariant broke") as Response }),
+                )
+                .route("/health", get(health)),
+        );
+        runtime.spawn(async move { axum::serve(listener, routes).await });
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        for _ in 0..2 {
+            let mut answer = agent
+                .get(format!("{base}/panic"))
+                .call()
+                .expect("the panicking request is answered");
+            assert_eq!(answer.status().as_u16(), 500);
+            let body: Value =
+                serde_json::from_str(&answer.body_mut().read_to_string().expect("a body"))
+                    .expect("JSON");
+            assert_eq!(body["error"]["code"], "UNKNOWN_SERVER_ERROR", "{body}");
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("an invariant broke"), "{message}");
+            let health = agent
+                .get(format!("{base}/health"))
+                .call()
+                .expect("the server still answers");
+            assert_eq!(health.status().as_u16(), 200);
+        }
+    }
 }

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{BrokerConfig, ConfigError};
-use crate::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT};
+use crate::coordinator::{DEFAULT_MAX_CAPTURE_BYTES, DEFAULT_MAX_CAPTURES, StateLimits};
+use crate::limits::{DEFAULT_FUEL, DEFAULT_MAX_INPUT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT};
 
 /// `service.listen`: the address the HTTP API listens on.
 pub const LISTEN: &str = "service.listen";
@@ -23,7 +24,8 @@ pub const ADMIN_TOKEN_SHA256: &str = "service.admin.token.sha256";
 pub const TENANTS: &str = "service.tenants";
 /// Prefix of the per-tenant keys: `service.tenant.<name>.token.sha256` (required) and the
 /// limits `.fuel`, `.memory.bytes`, `.timeout.ms`, `.compile.timeout.ms`, `.max.assignors`,
-/// `.max.component.bytes`, `.max.concurrent.assignments`.
+/// `.max.component.bytes`, `.max.concurrent.assignments`, `.max.input.bytes`,
+/// `.max.groups`, `.max.captures`, `.max.capture.bytes`.
 pub const TENANT_PREFIX: &str = "service.tenant.";
 
 /// Default of [`LISTEN`]: loopback only, so a default start exposes nothing to the network.
@@ -41,6 +43,12 @@ pub const DEFAULT_MAX_COMPONENT_BYTES: usize = 8 << 20;
 pub fn default_max_concurrent_assignments() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
+
+/// Default of a tenant's `max.groups`: 1,000 streams groups, far more than one application
+/// team runs, few enough that a tenant's groups cannot fill the disk (each group document is
+/// at most its `max.input.bytes`). The coordinator's own default is higher
+/// ([`DEFAULT_MAX_GROUPS`](crate::coordinator::DEFAULT_MAX_GROUPS)).
+pub const DEFAULT_MAX_GROUPS: usize = 1_000;
 
 /// Default of a tenant's `compile.timeout.ms`: 10 s for an upload to be validated, compiled
 /// and loaded (`name()`, `configure`). A ~100 KB component takes well under a second; a
@@ -76,6 +84,29 @@ pub struct TenantLimits {
     /// tenant's deadline, then answer 429. Default
     /// [`default_max_concurrent_assignments`].
     pub max_concurrent_assignments: usize,
+    /// Largest group document (`PUT /v1/groups/{g}`) accepted, checked before it is read
+    /// (413 past it). Default: the broker's `group.streams.assignor.max.input.bytes`, else
+    /// [`DEFAULT_MAX_INPUT_BYTES`].
+    pub max_input_bytes: usize,
+    /// Groups kept at once; creating one more answers 409 `POLICY_VIOLATION`. Each keeps at
+    /// most one failure record, so this bounds those too. Default [`DEFAULT_MAX_GROUPS`].
+    pub max_groups: usize,
+    /// Captures of failed computations kept at once (one per group at most); the oldest is
+    /// dropped for a new one. Default [`DEFAULT_MAX_CAPTURES`].
+    pub max_captures: usize,
+    /// Bytes of captures kept, all together; the oldest are dropped for a new one, and one
+    /// larger than this alone is not kept. Default [`DEFAULT_MAX_CAPTURE_BYTES`].
+    pub max_capture_bytes: usize,
+}
+
+impl TenantLimits {
+    /// The coordinator's bounds on what it keeps for this tenant.
+    pub fn state_limits(&self) -> StateLimits {
+        StateLimits::default()
+            .max_groups(self.max_groups)
+            .max_captures(self.max_captures)
+            .max_capture_bytes(self.max_capture_bytes)
+    }
 }
 
 impl Default for TenantLimits {
@@ -88,6 +119,10 @@ impl Default for TenantLimits {
             max_assignors: DEFAULT_MAX_ASSIGNORS,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
             max_concurrent_assignments: default_max_concurrent_assignments(),
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            max_groups: DEFAULT_MAX_GROUPS,
+            max_captures: DEFAULT_MAX_CAPTURES,
+            max_capture_bytes: DEFAULT_MAX_CAPTURE_BYTES,
         }
     }
 }
@@ -120,6 +155,18 @@ pub struct LimitOverrides {
     /// Assignments (and upload checks) running at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_assignments: Option<usize>,
+    /// Largest group document accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_bytes: Option<usize>,
+    /// Groups kept at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_groups: Option<usize>,
+    /// Captures of failed computations kept at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_captures: Option<usize>,
+    /// Bytes of captures kept, all together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_capture_bytes: Option<usize>,
 }
 
 /// A fuel limit as JSON: a number of units, or `"none"`.
@@ -153,6 +200,10 @@ impl LimitOverrides {
             max_concurrent_assignments: later
                 .max_concurrent_assignments
                 .or(self.max_concurrent_assignments),
+            max_input_bytes: later.max_input_bytes.or(self.max_input_bytes),
+            max_groups: later.max_groups.or(self.max_groups),
+            max_captures: later.max_captures.or(self.max_captures),
+            max_capture_bytes: later.max_capture_bytes.or(self.max_capture_bytes),
         }
     }
 
@@ -193,6 +244,18 @@ impl LimitOverrides {
                 return Err("maxConcurrentAssignments must be at least 1".into());
             }
             limits.max_concurrent_assignments = v;
+        }
+        if let Some(v) = self.max_input_bytes {
+            limits.max_input_bytes = v;
+        }
+        if let Some(v) = self.max_groups {
+            limits.max_groups = v;
+        }
+        if let Some(v) = self.max_captures {
+            limits.max_captures = v;
+        }
+        if let Some(v) = self.max_capture_bytes {
+            limits.max_capture_bytes = v;
         }
         Ok(limits)
     }
@@ -296,6 +359,7 @@ impl ServiceConfig {
             fuel: broker.limits.get_fuel(),
             memory_bytes: broker.limits.get_memory_bytes(),
             timeout: broker.limits.get_timeout(),
+            max_input_bytes: broker.limits.get_max_input_bytes(),
             ..TenantLimits::default()
         };
         let mut tenants: Vec<TenantConfig> = Vec::with_capacity(names.len());
@@ -380,6 +444,18 @@ impl ServiceConfig {
                 }
                 limits.max_concurrent_assignments = v as usize;
             }
+            if let Some(v) = number("max.input.bytes")? {
+                limits.max_input_bytes = v as usize;
+            }
+            if let Some(v) = number("max.groups")? {
+                limits.max_groups = v as usize;
+            }
+            if let Some(v) = number("max.captures")? {
+                limits.max_captures = v as usize;
+            }
+            if let Some(v) = number("max.capture.bytes")? {
+                limits.max_capture_bytes = v as usize;
+            }
             tenants.push(TenantConfig {
                 name,
                 token_sha256,
@@ -437,7 +513,8 @@ mod tests {
         );
     }
 
-    /// Per-tenant limits override the broker's call limits, which are the defaults.
+    /// Per-tenant limits override the broker's call limits, which are the defaults; the
+    /// body, group and capture limits default to their documented values.
     #[test]
     fn tenant_limits_override_broker_defaults() {
         let hash = hex(&token_sha256("t"));
@@ -451,9 +528,38 @@ mod tests {
                 "service.tenant.b.fuel=none".into(),
                 "service.tenant.b.max.concurrent.assignments=5".into(),
                 "service.tenant.b.compile.timeout.ms=250".into(),
+                "service.tenant.b.max.input.bytes=1000".into(),
+                "service.tenant.b.max.groups=3".into(),
+                "service.tenant.b.max.captures=2".into(),
+                "service.tenant.b.max.capture.bytes=5000".into(),
             ],
         )
         .expect("valid");
+        let b = &c.tenants[1].limits;
+        assert_eq!(
+            (
+                b.max_input_bytes,
+                b.max_groups,
+                b.max_captures,
+                b.max_capture_bytes
+            ),
+            (1000, 3, 2, 5000)
+        );
+        let a = &c.tenants[0].limits;
+        assert_eq!(
+            (
+                a.max_input_bytes,
+                a.max_groups,
+                a.max_captures,
+                a.max_capture_bytes
+            ),
+            (
+                DEFAULT_MAX_INPUT_BYTES,
+                DEFAULT_MAX_GROUPS,
+                DEFAULT_MAX_CAPTURES,
+                DEFAULT_MAX_CAPTURE_BYTES
+            )
+        );
         assert_eq!(c.tenants[0].limits.fuel, Some(123));
         assert_eq!(c.tenants[1].limits.fuel, None);
         assert_eq!(c.tenants[1].limits.max_concurrent_assignments, 5);

@@ -22,6 +22,16 @@
 //! half the cores, so one tenant spinning in every slot still leaves the other half to
 //! everyone else.
 //!
+//! # Stopping
+//!
+//! On SIGTERM or Ctrl-C the service stops accepting connections and lets the requests in
+//! flight finish: each is bounded by its tenant's limits (a call by its deadline, which covers
+//! the guest's host calls too; an upload by its compile time limit and its trial's deadline),
+//! and requests still waiting for an assignment slot are answered 503 at once rather than
+//! start a call. What nothing bounds (a client that never finishes sending its request, a
+//! compile still running on the blocking pool) is not waited for: the service stops at the
+//! latest [`STOP_MARGIN`] after the longest such bound of any tenant.
+//!
 //! An admin changes a tenant's limits at run time (see `admin`): a new runtime is built for
 //! the new limits, the tenant's uploads are reloaded on it, and new calls use it; calls
 //! already running finish under the old one.
@@ -30,7 +40,12 @@
 //!
 //! - `log/`: the [`LogStore`]: per tenant, `assignor/<name>` (the uploaded component's
 //!   bytes), the admin's limits, and the coordinator's `group/<id>` and `capture/<id>`
-//!   records. A log, so that concurrent commits share one `fdatasync` (group commit).
+//!   records. A log, so that concurrent commits share one `fdatasync` (group commit). What
+//!   a tenant keeps there is bounded by its limits: `max.assignors` uploads of at most
+//!   `max.component.bytes`, `max.groups` groups (documents of at most `max.input.bytes`, each
+//!   with at most one failure record, its message cut), `max.captures` captures of at most
+//!   `max.capture.bytes` in all (the oldest dropped first); the log compacts itself to about
+//!   twice what is live.
 //! - `store.imported/`: where a data directory written before the log (one [`DirStore`] file
 //!   per key in `store/`) keeps its old records once they have been imported into the log.
 //! - `cache/`: compiled components by content hash, so a restart deserializes uploads
@@ -65,16 +80,19 @@ mod metrics;
 mod namespace;
 mod tenant;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture as _};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
+use crate::coordinator::ConfigOp;
 use crate::registry::RegistryError;
 use crate::store::{DirStore, LogStore, Store, StoreError, SyncToken, io_err, sync_dir};
 
-use self::config::ServiceConfig;
+use self::config::{LimitOverrides, ServiceConfig};
 use self::metrics::Metrics;
 use self::tenant::Tenant;
 
@@ -150,6 +168,11 @@ fn open_store(data_dir: &Path) -> Result<Arc<dyn Store>, StoreError> {
     Ok(Arc::new(log))
 }
 
+/// How long a stopping service waits beyond the longest bound of its in-flight work (see
+/// "Stopping" above) before it stops anyway, and how long it then gives the blocking pool's
+/// threads: 1 s.
+pub const STOP_MARGIN: Duration = Duration::from_secs(1);
+
 /// The service: every tenant, opened from one data directory.
 #[derive(Debug)]
 pub struct Service {
@@ -157,6 +180,8 @@ pub struct Service {
     tenant_hashes: Vec<[u8; 32]>,
     admin_hash: Option<[u8; 32]>,
     metrics: Metrics,
+    /// Set once the service is stopping: requests waiting for a slot give up.
+    stopping: watch::Sender<bool>,
 }
 
 impl Service {
@@ -174,36 +199,100 @@ impl Service {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
             admin_hash: config.admin_token_sha256,
             metrics: Metrics::new(),
+            stopping: watch::Sender::new(false),
             tenants,
         })
     }
 
+    /// The longest a request started before the stop can legitimately still take: an
+    /// upload's compile time limit plus its trial's deadline (an assignment's deadline is
+    /// shorter), over every tenant, as their limits are now, plus [`STOP_MARGIN`].
+    fn stop_grace(&self) -> Duration {
+        let longest = self
+            .tenants
+            .iter()
+            .map(|t| {
+                let settings = t.settings();
+                settings.limits.compile_timeout + settings.limits.timeout
+            })
+            .max()
+            .unwrap_or_default();
+        longest + STOP_MARGIN
+    }
+
     /// Serves the API on `listener` on a new multi-threaded async runtime until the process
-    /// gets SIGINT (Ctrl-C) or SIGTERM, then finishes the requests in flight: the whole of
-    /// `assignor serve` once the config is read and the listener bound.
+    /// gets SIGINT (Ctrl-C) or SIGTERM, then finishes the requests in flight, within bounds
+    /// (see [`serve`](Self::serve)): the whole of `assignor serve` once the config is read
+    /// and the listener bound.
     pub fn run(self, listener: std::net::TcpListener) -> std::io::Result<()> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        runtime.block_on(async {
+        let served = runtime.block_on(async {
             listener.set_nonblocking(true)?;
             let listener = TcpListener::from_std(listener)?;
             self.serve(listener, stop_signal()).await
-        })
+        });
+        // Dropping a runtime waits for every blocking task, and a compile past its time limit
+        // cannot be stopped: give them the margin, then let the process end without them.
+        runtime.shutdown_timeout(STOP_MARGIN);
+        served
     }
 
     /// Serves the API on `listener` until `shutdown` completes, then finishes the requests
-    /// in flight (graceful shutdown).
+    /// in flight (graceful shutdown): requests waiting for a slot are answered 503 at once,
+    /// running ones end within their limits, and whatever is still open when the longest of
+    /// those limits and [`STOP_MARGIN`] have passed after the stop is dropped unanswered.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let router = api::router(Arc::new(self));
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        let service = Arc::new(self);
+        let router = api::router(service.clone());
+        let signalled = service.clone();
+        let server = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                signalled.stopping.send_replace(true);
+            })
+            .into_future();
+        let mut stopping = service.stopping.subscribe();
+        let deadline = async {
+            // The sender lives in `service`, held here: this only returns once stopping.
+            let _ = stopping.wait_for(|s| *s).await;
+            let grace = service.stop_grace();
+            tokio::time::sleep(grace).await;
+            grace
+        };
+        tokio::select! {
+            served = server => served,
+            grace = deadline => {
+                tracing::warn!(
+                    grace_ms = api::millis_of(grace),
+                    "stopping without the requests still open {} ms after the stop signal \
+                     (clients that never finished a request, or work past its limits)",
+                    grace.as_millis()
+                );
+                Ok(())
+            }
+        }
     }
+}
+
+/// Not public API: what `PUT /v1/groups/{g}/config` makes of its body before touching any
+/// state (the changes in order, or the 400 answer's message), for the fuzz targets in
+/// `tests/fuzz`, which cannot reach the handlers without a running service.
+#[doc(hidden)]
+pub fn fuzz_config_change(body: &[u8]) -> Result<Vec<(String, ConfigOp)>, String> {
+    api::config_changes(body).map_err(|e| e.message)
+}
+
+/// Not public API: what `PUT /v1/admin/tenants/{t}/limits` makes of its body before touching
+/// any state, for the fuzz targets in `tests/fuzz` (see [`fuzz_config_change`]).
+#[doc(hidden)]
+pub fn fuzz_limits_body(body: &[u8]) -> Result<LimitOverrides, String> {
+    api::parse_json(body).map_err(|e| e.message)
 }
 
 /// Completes on SIGINT or (on Unix) SIGTERM, what service managers send to stop a service.

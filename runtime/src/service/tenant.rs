@@ -76,6 +76,12 @@ impl Settings {
     pub(crate) fn usage_json(&self, usage: &crate::Usage) -> Value {
         usage_json(usage, self.runtime.limits())
     }
+
+    /// The limits of the tenant's calls, input limits included (what a group document is
+    /// parsed under).
+    pub(crate) fn call_limits(&self) -> &crate::Limits {
+        self.runtime.limits()
+    }
 }
 
 /// One tenant.
@@ -140,6 +146,7 @@ fn runtime_for(
         .fuel(limits.fuel)
         .memory_bytes(limits.memory_bytes)
         .timeout(limits.timeout)
+        .max_input_bytes(limits.max_input_bytes)
         .max_component_bytes(runtime_max.max(limits.max_component_bytes))
         .max_concurrent_calls(
             u32::try_from(limits.max_concurrent_assignments)
@@ -237,7 +244,8 @@ impl Tenant {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
         let coordinator = Coordinator::open(registry, broker, store.clone())
-            .map_err(|source| store_error(source.to_string()))?;
+            .map_err(|source| store_error(source.to_string()))?
+            .with_state_limits(limits.state_limits());
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
@@ -335,6 +343,7 @@ impl Tenant {
             ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
         })?;
         *state.coordinator.registry_mut() = registry;
+        state.coordinator.set_state_limits(limits.state_limits());
         state.uploads = uploads;
         let settings = Arc::new(Settings {
             permits: Arc::new(Semaphore::new(limits.max_concurrent_assignments)),
@@ -349,25 +358,25 @@ impl Tenant {
         Ok(settings)
     }
 
-    /// An upload's first check, cheap enough for any thread: its size against the tenant's
-    /// `max.component.bytes`.
-    pub(crate) fn check_size(settings: &Settings, bytes: &[u8]) -> Result<Checks, ApiError> {
-        let mut checks = Checks::default();
-        let max = settings.limits.max_component_bytes;
-        if bytes.len() > max {
-            return Err(checks.reject(
+    /// An upload's first check, made before its body is read: its size (declared, when the
+    /// client sent it) over the tenant's `max.component.bytes`.
+    pub(crate) fn oversized(tenant: &str, max: usize, size: Option<u64>) -> ApiError {
+        let size = size.map_or_else(String::new, |s| format!(" is {s} bytes,"));
+        Checks::default()
+            .reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "size",
                 format!(
-                    "the component is {} bytes, over this tenant's {max}-byte limit",
-                    bytes.len()
+                    "the component{size} over this tenant's {max}-byte limit \
+                     (service.tenant.{tenant}.max.component.bytes); make it smaller"
                 ),
-            ));
-        }
-        checks
-            .0
-            .push(format!("size: {} bytes, limit {max}", bytes.len()));
-        Ok(checks)
+            )
+            .with("limit", max)
+    }
+
+    /// The size check an upload read within `max` bytes has passed.
+    pub(crate) fn size_passed(max: usize, bytes: usize) -> Checks {
+        Checks(vec![format!("size: {bytes} bytes, limit {max}")])
     }
 
     /// An upload's load: a component of this world and version importing only the allowed

@@ -66,6 +66,8 @@ pub enum GroupCommand {
     Describe(GroupArgs),
     /// Download the capture of the group's last failed computation, for `assignor replay`.
     Capture(CaptureArgs),
+    /// Delete the group: its state, target assignment and capture.
+    Delete(GroupArgs),
 }
 
 #[derive(Args)]
@@ -262,7 +264,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Group(GroupCommand::SetConfig(args)) => set_config(args),
         Command::Group(GroupCommand::GetConfig(args)) => get_config(&args),
         Command::Group(GroupCommand::Put(args)) => {
-            let document = read_input(&args.file)?;
+            // The service applies its own limit; this one only keeps the client bounded.
+            let document = read_input(&args.file, assignor_runtime::DEFAULT_MAX_INPUT_BYTES)?;
             let s = Session::open(&args.server)?;
             s.print(s.client.put_group(&args.group, &document), describe_text)
         }
@@ -279,6 +282,20 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             s.print(s.client.describe(&args.group), describe_text)
         }
         Command::Group(GroupCommand::Capture(args)) => capture(args),
+        Command::Group(GroupCommand::Delete(args)) => {
+            let s = Session::open(&args.server)?;
+            match s.client.delete_group(&args.group) {
+                Ok(()) if s.json => {
+                    println!("{}", json!({ "deleted": args.group }));
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(()) => {
+                    println!("deleted group `{}`", args.group);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => s.fail(e),
+            }
+        }
     }
 }
 
