@@ -376,7 +376,7 @@ impl AssignmentJob {
     }
 
     /// [`run`](Self::run) for async code, inside a Tokio runtime. A component runs on the
-    /// polling thread, yielding between slices of fuel
+    /// runtime's call threads, awaited without a thread
     /// ([`ComponentAssignor::assign_async`](crate::ComponentAssignor::assign_async)); a
     /// built-in is native code that cannot yield, so it runs on Tokio's blocking pool.
     pub async fn run_async(self) -> CompletedJob {

@@ -4,9 +4,7 @@
 //! error messages that say what to do.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use assignor_runtime::client::{Client, ClientError};
 use assignor_runtime::json::AssignmentDoc;
@@ -14,59 +12,10 @@ use assignor_runtime::service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::Value;
 
+use crate::common::assignor_binary;
+
 const TOKEN: &str = "token-of-tenant-a";
 const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
-
-/// The `assignor` binary: integration tests only get their own package's binaries, and this
-/// one belongs to `assignor-runtime`, so a nested `cargo test --workspace --no-run` in this
-/// run's profile and target directory names it. Under the README's `cargo test --workspace`
-/// that build is exactly the outer one, already done: nothing compiles, and nothing the outer
-/// build made is replaced (the sample crates' `rlib`s have no hash in their file names, as
-/// they are also `cdylib`s, so a build with other features would overwrite them). Cargo holds
-/// no build lock while tests run.
-fn binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // <target>/<profile dir>/deps/all-<hash>
-        let profile_dir = exe.parent().and_then(Path::parent).expect("a profile dir");
-        let target_dir = profile_dir.parent().expect("a target dir");
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev",
-            Some(other) => other,
-            None => panic!("unexpected test binary location {}", exe.display()),
-        };
-        let output = Command::new(env!("CARGO"))
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .args(["test", "--workspace", "--no-run"])
-            .args([
-                "--message-format=json",
-                "--profile",
-                profile,
-                "--target-dir",
-            ])
-            .arg(target_dir)
-            .output()
-            .expect("cargo runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "building the assignor binary failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            // The binary itself, not its unit-test harness (also named `assignor`).
-            .find(|m| {
-                m["reason"] == "compiler-artifact"
-                    && m["target"]["name"] == "assignor"
-                    && m["profile"]["test"] == false
-            })
-            .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the assignor executable")
-    })
-}
 
 /// One run of the binary.
 struct Run {
@@ -88,7 +37,7 @@ impl std::fmt::Display for Run {
 /// Runs `assignor args…` with `env`, feeding `stdin`. The caller's `ASSIGNOR_*` and proxy
 /// variables are dropped: loopback requests must not reach a proxy or another server.
 fn assignor(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
-    let mut command = Command::new(binary());
+    let mut command = Command::new(assignor_binary());
     for var in [
         "ASSIGNOR_SERVER",
         "ASSIGNOR_TOKEN",

@@ -693,9 +693,8 @@ fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
 /// successful commit (an in-memory change and one buffered write) take microseconds, so they
 /// run right here, under the tenant's async lock: a trigger that finds it taken waits
 /// without holding a thread, and no trip to the blocking pool (two context switches, and a
-/// pool thread blocked on the lock) is needed. A component's call runs here too, yielding
-/// every [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that it never holds this thread
-/// for long; a built-in runs on the pool. A failed call is recorded durably (a flush), on the
+/// pool thread blocked on the lock) is needed. A component's call runs on the runtime's call
+/// threads and is awaited here without holding this thread; a built-in runs on the pool. A failed call is recorded durably (a flush), on the
 /// pool. The flush a commit needs is awaited without a thread ([`Pending::durable`]), so
 /// concurrent commits share it.
 async fn assign(

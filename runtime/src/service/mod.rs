@@ -10,9 +10,9 @@
 //!
 //! Nothing that can block runs on the async runtime's threads: coordinator changes that
 //! flush, loads (which compile) and built-in assignors go to `spawn_blocking`. A component's
-//! call runs on the async thread itself, yielding to the executor every
-//! [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel, so an endless loop holds a thread for
-//! one slice at a time; a commit's flush is awaited without a thread. A tenant's state is
+//! call runs on the runtime's call threads, never this runtime's, yielding every
+//! [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that calls share them, and is awaited
+//! without a thread; a commit's flush is awaited without a thread. A tenant's state is
 //! behind an async lock: the trigger's in-memory steps (plan, commit: one buffered append to
 //! the log, whose growth and compaction run on its flusher thread) and reads run on the async
 //! thread, and a request that finds the lock taken waits without a thread. Assignments and
