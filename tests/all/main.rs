@@ -17,6 +17,7 @@ mod load;
 mod rack_aware;
 mod registry;
 mod service;
+mod service_corpus;
 mod service_limits;
 mod service_noisy;
 mod service_observability;

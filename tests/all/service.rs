@@ -235,6 +235,25 @@ impl Client {
         self.finish(r)
     }
 
+    /// A PUT of `length` bytes read from `body`, declared in `Content-Length` and sent only
+    /// if the service asks for it (`Expect: 100-continue`): how a test offers a body too large
+    /// to hold in memory, e.g. a sparse 1 GiB file.
+    pub(crate) fn put_sized(
+        &self,
+        path: &str,
+        length: u64,
+        mut body: impl std::io::Read,
+    ) -> (u16, Value) {
+        let r = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", self.auth())
+            .header("Expect", "100-continue")
+            .header("Content-Length", length)
+            .send(ureq::SendBody::from_reader(&mut body));
+        self.finish(r)
+    }
+
     /// A PUT whose body is sent chunked, without a `Content-Length`.
     pub(crate) fn put_chunked(&self, path: &str, body: &[u8]) -> (u16, Value) {
         let mut reader = body;

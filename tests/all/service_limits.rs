@@ -25,7 +25,7 @@ fn config_with(data_dir: &Path, extra: &[&str]) -> ServiceConfig {
 }
 
 /// Bytes of every file under `dir`, recursively.
-fn dir_bytes(dir: &Path) -> u64 {
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .expect("a readable directory")
         .map(|e| {

@@ -40,7 +40,8 @@ fn quiet(in_flight: &AtomicUsize) {
     }
 }
 
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
+/// The `q` quantile (0 to 1) of `sorted`, nearest rank.
+pub(crate) fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 

@@ -32,9 +32,10 @@ const UPLOADS: &[(&str, &str)] = &[
 ];
 
 /// The service process.
-struct Process {
+pub(crate) struct Process {
     child: Child,
-    base: String,
+    /// Where it listens, `http://127.0.0.1:<port>`.
+    pub(crate) base: String,
 }
 
 impl Process {
@@ -43,7 +44,7 @@ impl Process {
     }
 
     /// [`Process::start`] with `extra` keys after the tests' own (later keys win).
-    fn start_with(data_dir: &Path, extra: &[String]) -> Self {
+    pub(crate) fn start_with(data_dir: &Path, extra: &[String]) -> Self {
         let mut keys = config_keys(data_dir);
         keys.extend(extra.iter().cloned());
         keys.push("service.listen=127.0.0.1:0".into());
@@ -70,6 +71,11 @@ impl Process {
         Client::new(&self.base, TOKEN_A)
     }
 
+    /// The service's process id, e.g. to read its memory from `/proc`.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn sigkill(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
@@ -81,7 +87,7 @@ impl Process {
     }
 
     /// SIGTERM, then waits for the graceful exit; returns how long it took from the signal.
-    fn stop_gracefully(mut self) -> Duration {
+    pub(crate) fn stop_gracefully(mut self) -> Duration {
         let signalled = Instant::now();
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -96,6 +102,17 @@ impl Process {
         assert!(exit.success(), "graceful stop exits 0: {exit}");
         assert_eq!(rest.trim(), "stopped");
         took
+    }
+}
+
+impl Drop for Process {
+    /// Kills a service still running, e.g. when a test fails before stopping it: a service
+    /// left behind would hold its port and the test's output pipe.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

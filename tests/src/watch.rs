@@ -162,10 +162,22 @@ pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
     read_vm_hwm(&format!("/proc/{pid}/status"))
 }
 
-/// The `VmHWM` line of a `/proc/…/status` file, in bytes (the kernel counts in KiB).
+/// The resident memory of process `pid` now (`VmRSS`), in bytes; `None` once it has exited:
+/// the baseline a long-running child's peak is compared with.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    read_status_bytes(&format!("/proc/{pid}/status"), "VmRSS:")
+}
+
+/// The `VmHWM` line of a `/proc/…/status` file, in bytes.
 fn read_vm_hwm(path: &str) -> Option<u64> {
+    read_status_bytes(path, "VmHWM:")
+}
+
+/// The line of a `/proc/…/status` file starting with `field`, in bytes (the kernel counts
+/// in KiB).
+fn read_status_bytes(path: &str, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(path).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let line = status.lines().find_map(|l| l.strip_prefix(field))?;
     let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
     Some(kib * 1024)
 }
