@@ -283,16 +283,27 @@ impl BrokerConfig {
 }
 
 fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
-    let file = std::fs::File::open(path).map_err(|source| ConfigError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let map =
-        java_properties::read(std::io::BufReader::new(file)).map_err(|e| ConfigError::Syntax {
+    // Decoded here as `java_properties::read` would (windows-1252 unless a byte-order mark says
+    // UTF-8 or UTF-16), and handed to it as UTF-8: java-properties 2.0.0 panics ("Must not use
+    // a decoder that has finished") when its input ends inside a character, which a byte-order
+    // mark makes possible and complete UTF-8 never does. The UTF-8 goes behind a byte-order
+    // mark of its own, so the one the parser strips is ours, never a U+FEFF of the file's.
+    let (text, _, _) = encoding_rs::WINDOWS_1252.decode(&bytes);
+    let utf8 = format!("\u{FEFF}{text}");
+    let mut map = BTreeMap::new();
+    java_properties::PropertiesIter::new_with_encoding(utf8.as_bytes(), encoding_rs::UTF_8)
+        .read_into(|key, value| {
+            map.insert(key, value);
+        })
+        .map_err(|e| ConfigError::Syntax {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-    Ok(map.into_iter().collect())
+    Ok(map)
 }
 
 /// Kafka's `LIST` type: comma-separated, entries trimmed, empty entries dropped.
@@ -374,6 +385,26 @@ mod tests {
         assert_eq!(c.limits.get_fuel(), None);
         assert_eq!(c.originals()["my.assignor.knob"], "7");
         assert_eq!(c.base_dir, dir.path());
+    }
+
+    /// A file whose byte-order mark switches decoding to UTF-16 or UTF-8 and whose last
+    /// character is then cut short is read, the partial character as U+FFFD, instead of
+    /// panicking in the properties parser (found by the `server_properties` fuzz target); a
+    /// U+FEFF after the byte-order mark stays part of the key, as it always was.
+    #[test]
+    fn partial_character_after_a_byte_order_mark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("server.properties");
+        let cases: [(&[u8], &str, &str); 3] = [
+            (b"\xfe\xffk", "\u{FFFD}", ""),
+            (b"\xef\xbb\xbfk=\xc3", "k", "\u{FFFD}"),
+            (b"\xef\xbb\xbf\xef\xbb\xbfk=v", "\u{FEFF}k", "v"),
+        ];
+        for (bytes, key, value) in cases {
+            std::fs::write(&path, bytes).expect("write");
+            let c = BrokerConfig::load(Some(&path), &[]).expect("readable");
+            assert_eq!(c.originals().get(key).map(String::as_str), Some(value));
+        }
     }
 
     /// Bad values, an empty assignor list, a malformed override and a missing file are errors

@@ -482,7 +482,9 @@ fn valid_tenant_name(name: &str) -> bool {
 fn parse_hash(text: &str) -> Result<[u8; 32], String> {
     let text = text.trim();
     let bad = || "expected 64 hex digits (a SHA-256), e.g. from `printf %s TOKEN | sha256sum`";
-    if text.len() != 64 {
+    // Every byte a hex digit before any is parsed: slicing pairs of bytes needs ASCII, and
+    // `from_str_radix` would also take a sign.
+    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(bad().into());
     }
     let mut out = [0u8; 32];
@@ -588,5 +590,28 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("64 hex digits"), "{e}");
+    }
+
+    /// A token hash of 64 bytes that are not all hex digits is refused as one, whether a
+    /// character spans two digits' places (it panicked, found by the `server_properties` fuzz
+    /// target) or digits carry a sign (`u8::from_str_radix` takes `+f`).
+    #[test]
+    fn token_hash_of_other_characters_is_refused() {
+        let hex = "ab".repeat(32);
+        for hash in [
+            format!("8\u{201a}{}", &hex[4..]),
+            format!("+f{}", &hex[2..]),
+        ] {
+            assert_eq!(hash.len(), 64);
+            let e = ServiceConfig::load(
+                None,
+                &[
+                    "service.tenants=a".into(),
+                    format!("service.tenant.a.token.sha256={hash}"),
+                ],
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("64 hex digits"), "{e}");
+        }
     }
 }

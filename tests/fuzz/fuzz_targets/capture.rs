@@ -1,0 +1,26 @@
+//! Capture files (`assignor replay FILE`, `GET /v1/groups/{g}/capture`, `Capture::read` in a
+//! test): arbitrary bytes never panic, hang or over-allocate the decoder; a capture that decodes
+//! encodes back to bytes that decode to the same capture; and the limits it carries convert to
+//! the runtime's without panicking, whatever their values.
+
+#![no_main]
+
+use assignor_runtime::capture::{captured_limits, limits_for};
+use assignor_sdk::capture::Capture;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(capture) = Capture::from_bytes(data) else {
+        return;
+    };
+    assert_eq!(
+        Capture::from_bytes(&capture.to_bytes()).as_ref(),
+        Ok(&capture),
+        "a decoded capture does not survive its own encoding"
+    );
+    let limits = limits_for(&capture);
+    if let Some(captured) = &capture.limits {
+        // What replay runs under is what was captured (u64 and usize are the same here).
+        assert_eq!(&captured_limits(&limits), captured);
+    }
+});
