@@ -6,14 +6,16 @@ use std::collections::BTreeMap;
 use assignor_runtime::{Assignor, Limits};
 use assignor_sdk::Member;
 use assignor_sdk::harness;
+use assignor_sdk::harness::counts;
 use assignor_sdk::harness::strategy::{self, GroupBounds};
 use assignor_sdk::harness::suite::{self, Case};
+use assignor_tests::bench_input::{Mode, generate};
 use assignor_tests::guests;
 use proptest::prop_assert;
 use proptest::prop_assert_eq;
 use proptest::test_runner::{Config, TestRunner};
 
-use crate::common::{example, load, runtime};
+use crate::common::{example, load, runtime, try_load};
 
 /// On random groups the built-in and the sandboxed component return the same assignment,
 /// and both pass validation.
@@ -110,4 +112,66 @@ fn rack_aware_builtin_is_configured_from_the_broker() {
     let assignor = Assignor::builtin("rack-aware", &config("balance_subtopology")).expect("ok");
     let (group, topology) = example();
     assignor.assign(&group, &topology).expect("valid");
+}
+
+/// On the project's standard 1000-member inputs (`gen.py 1000 500 16 1024 1 7`: cold, with
+/// the previous assignment, after churn) every subtopology's per-member count differs by at
+/// most one, natively and in the sandbox alike.
+#[test]
+fn standard_inputs_keep_subtopology_skew_within_one() {
+    let rt = runtime(Limits::default());
+    let component = load(&rt, guests::STICKY, &[]);
+    let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
+    for mode in Mode::ALL {
+        let (group, topology) = generate((1000, 500, 16, 1024), 1, mode);
+        let (a, _) = native.assign(&group, &topology).expect("native");
+        let skews = counts::subtopology_skews(&a, &topology);
+        assert!(skews.iter().all(|&s| s <= 1), "{mode:?}: {skews:?}");
+        let (b, _) = component.assign(&group, &topology).expect("sandboxed");
+        assert_eq!(a, b, "{mode:?}");
+    }
+}
+
+/// The sticky built-in and component read `group.streams.acceptable.recovery.lag` and
+/// `group.streams.sticky.tag.load.slack` from the broker config: a bad value is a `load`
+/// error naming the key, and with good values both ways still agree on random groups.
+#[test]
+fn sticky_keys_configure_builtin_and_component() {
+    let rt = runtime(Limits::default());
+    for key in [
+        "group.streams.acceptable.recovery.lag",
+        "group.streams.sticky.tag.load.slack",
+    ] {
+        let bad = BTreeMap::from([(key.to_owned(), "-1".to_owned())]);
+        let e = Assignor::builtin("sticky", &bad).expect_err("a negative value");
+        assert!(e.message.contains(key), "{e}");
+        let e = try_load(&rt, guests::STICKY, &[(key, "-1")]).expect_err("a negative value");
+        assert!(e.message.contains(key), "{e}");
+    }
+    let config = [
+        ("group.streams.acceptable.recovery.lag", "500"),
+        ("group.streams.sticky.tag.load.slack", "1"),
+    ];
+    let component = load(&rt, guests::STICKY, &config);
+    let map = config
+        .iter()
+        .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let native = Assignor::builtin("sticky", &map).expect("built-in");
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(
+            &strategy::groups(GroupBounds::default()),
+            |(group, topology)| {
+                let (a, _) = native.assign(&group, &topology).expect("native");
+                let (b, _) = component.assign(&group, &topology).expect("sandboxed");
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .expect("identical outputs");
 }

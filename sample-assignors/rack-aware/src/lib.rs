@@ -217,7 +217,7 @@ impl RackAwareAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<Outcome, AssignError> {
-        let sticky = StickyAssignor.assign(group, topology)?;
+        let sticky = StickyAssignor::new().assign(group, topology)?;
         let unchanged = |decision| Outcome {
             assignment: sticky.clone(),
             decision,
@@ -272,7 +272,7 @@ impl RackAwareAssignor {
             for (m, set) in moved.members.iter_mut().zip(sets) {
                 m.active_tasks = set;
             }
-            StickyAssignor.assign(&with_current(&moved), topology)?
+            StickyAssignor::new().assign(&with_current(&moved), topology)?
         };
         // Rounds of swaps, each checked by sticky. A round whose result sticky keeps is the
         // output; one where sticky re-levels is accepted only if sticky's placement reads
@@ -296,7 +296,7 @@ impl RackAwareAssignor {
                 m.standby_tasks = s.into_iter().collect();
             }
             // Swaps can free room that sticky's levelling would use.
-            let kept = StickyAssignor.assign(&with_current(&swapped), topology)?;
+            let kept = StickyAssignor::new().assign(&with_current(&swapped), topology)?;
             if kept == swapped {
                 assignment = swapped;
                 break;

@@ -142,7 +142,7 @@ proptest! {
     #[test]
     fn strictly_better_where_an_exchange_pays(shape in shapes()) {
         let (group, topology) = random_group(&shape);
-        let sticky = StickyAssignor.assign(&group, &topology).expect("sticky");
+        let sticky = StickyAssignor::new().assign(&group, &topology).expect("sticky");
         let out = run(&RackAwareAssignor::default(), &group, &topology);
         let (before, after) = out.active_cross_rack;
         if exchange_pays(&group, &topology, &sticky) {
@@ -166,7 +166,7 @@ proptest! {
         let out = run(&RackAwareAssignor::default(), &group, &topology);
         prop_assert_eq!(&out.decision, &Decision::Optimised);
         prop_assert_eq!(out.active_cross_rack, (0, 0));
-        prop_assert_eq!(out.assignment, StickyAssignor.assign(&group, &topology).expect("sticky"));
+        prop_assert_eq!(out.assignment, StickyAssignor::new().assign(&group, &topology).expect("sticky"));
     }
 
     /// Any random group gets a valid assignment with sticky's per-member counts (balance

@@ -38,7 +38,7 @@ fn full_replication_changes_nothing() {
         assert_eq!(out.decision, Decision::Optimised);
         assert_eq!(
             out.assignment,
-            StickyAssignor.assign(&group, &topology).unwrap()
+            StickyAssignor::new().assign(&group, &topology).unwrap()
         );
         assert_eq!(out.active_cross_rack, (0, 0));
     }
@@ -49,7 +49,7 @@ fn full_replication_changes_nothing() {
 #[test]
 fn skewed_racks_cut_cross_rack_traffic() {
     let (group, topology) = skewed();
-    let sticky = StickyAssignor.assign(&group, &topology).unwrap();
+    let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
     let out = run(&RackAwareAssignor::default(), &group, &topology);
     let (before, after) = (
         cost(&group, &topology, &sticky),
@@ -96,7 +96,7 @@ fn balance_subtopology_keeps_skew_within_one() {
 #[test]
 fn missing_rack_information_falls_back() {
     let (group, topology) = skewed();
-    let sticky = StickyAssignor.assign(&group, &topology).unwrap();
+    let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
     let a = RackAwareAssignor::default();
 
     let mut no_rack = group.clone();
@@ -136,7 +136,7 @@ fn missing_rack_information_falls_back() {
         assert_eq!(out.decision, expected);
         assert_eq!(
             out.assignment,
-            StickyAssignor.assign(group, topology).unwrap()
+            StickyAssignor::new().assign(group, topology).unwrap()
         );
     }
     assert_ne!(
@@ -257,7 +257,7 @@ fn optimal_against_brute_force() {
             non_overlap_cost: rng.below(6) as u32,
             ..RackAwareAssignor::default()
         };
-        let sticky = StickyAssignor.assign(&group, &topology).unwrap();
+        let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
         let out = run(&a, &group, &topology);
         let s = owners(&topology, &sticky);
         let mut left = [

@@ -9,8 +9,9 @@ use crate::group::{Group, NONE};
 /// a miss only costs spread, never balance.
 const LOOKAHEAD: usize = 32;
 
-/// The active owner of every dense task.
-pub(crate) fn assign(g: &Group) -> Vec<u32> {
+/// The active owner of every dense task; a member whose lag on a task is at most
+/// `acceptable_lag` is caught up on it.
+pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     let m = g.members();
     let mut owner = g.prev_owner.clone();
     let mut prev = [vec![0u32; m], vec![0u32; m]]; // [stateful, stateless] previous counts
@@ -22,7 +23,35 @@ pub(crate) fn assign(g: &Group) -> Vec<u32> {
             prev[kind][owner[t as usize] as usize] += 1;
         }
     }
-    let targets = targets(m, total, &prev);
+    // Which members that held no more than the floor of stateful tasks get the extras moves
+    // nothing (they keep all they held either way), so those go first to members that need
+    // one to take over orphaned tasks they are caught up on: each orphan, the least lag first,
+    // claims its best caught-up holder that could still take it with an extra.
+    let floor = total[0] / m as u32;
+    let mut claims = vec![0u32; m];
+    let mut orphans: Vec<(u64, u32)> = (0..g.tasks() as u32)
+        .filter(|&t| g.is_stateful(t) && owner[t as usize] == NONE)
+        .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
+        .filter(|&(lag, _)| lag <= acceptable_lag)
+        .collect();
+    orphans.sort_unstable();
+    for &(_, t) in &orphans {
+        // The first of the least lag among those that could take it.
+        let best = g
+            .candidates
+            .of(t)
+            .iter()
+            .zip(g.candidates.lags_of(t))
+            .filter(|&(&r, &lag)| {
+                lag <= acceptable_lag && prev[0][r as usize] + claims[r as usize] <= floor
+            })
+            .min_by_key(|&(_, &lag)| lag);
+        if let Some((&r, _)) = best {
+            claims[r as usize] += 1;
+        }
+    }
+    let warm: Vec<bool> = (0..m).map(|r| prev[0][r] + claims[r] > floor).collect();
+    let targets = targets(m, total, &prev, &warm);
     for kind in 0..2 {
         let stateful = kind == 0;
         release(g, &mut owner, stateful, &prev[kind], &targets[kind]);
@@ -30,11 +59,100 @@ pub(crate) fn assign(g: &Group) -> Vec<u32> {
             .map(|r| targets[kind][r] - prev[kind][r].min(targets[kind][r]))
             .collect();
         if stateful {
-            to_warm_state(g, &mut owner, &mut deficit);
+            to_warm_state(g, &mut owner, &mut deficit, acceptable_lag);
         }
         deal(g, &mut owner, stateful, deficit);
+        if stateful {
+            exchange_to_caught_up(g, &mut owner, acceptable_lag);
+        }
     }
     owner
+}
+
+/// Trades owners of two stateful tasks of one subtopology that both moved, wherever that puts
+/// more of them on caught-up processes: the counts stay as they are, so balance, spread and
+/// movement do too. Catches what the warm-state placement left to dealing (a holder it kept
+/// at its floor for the spread, which dealing then gave another task of that subtopology).
+/// Each trade adds a caught-up placement, so the rounds end.
+fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
+    if g.candidates.is_empty() {
+        return;
+    }
+    let caught_up = |r: u32, t: u32| {
+        let p = g.process[r as usize];
+        g.candidates
+            .of(t)
+            .iter()
+            .zip(g.candidates.lags_of(t))
+            .any(|(&c, &lag)| lag <= acceptable_lag && g.process[c as usize] == p)
+    };
+    let moved =
+        |owner: &[u32], t: u32| g.is_stateful(t) && owner[t as usize] != g.prev_owner[t as usize];
+    let moved_tasks: Vec<u32> = (0..g.tasks() as u32).filter(|&t| moved(owner, t)).collect();
+    // Only a moved task away from its state with a caught-up holder can gain by a trade.
+    let has_holder = |t: u32| g.candidates.lags_of(t).iter().any(|&l| l <= acceptable_lag);
+    let away = |owner: &[u32], t: u32| has_holder(t) && !caught_up(owner[t as usize], t);
+    let mut work: Vec<u32> = moved_tasks
+        .iter()
+        .copied()
+        .filter(|&t| away(owner, t))
+        .collect();
+    if work.is_empty() {
+        return;
+    }
+    // Per member: the stateful tasks it took this round.
+    let mut took: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
+    for &t in &moved_tasks {
+        took[owner[t as usize] as usize].push(t);
+    }
+    // Rounds over the tasks away from their state, in task order, while some trade happens:
+    // a trade can open one for a task that found none, or leave its partner away.
+    loop {
+        let mut next = Vec::new();
+        for &t in &work {
+            let o = owner[t as usize];
+            if !away(owner, t) {
+                continue;
+            }
+            let s = g.task_ids[t as usize].subtopology;
+            let trade = g
+                .candidates
+                .of(t)
+                .iter()
+                .zip(g.candidates.lags_of(t))
+                .filter(|&(_, &lag)| lag <= acceptable_lag)
+                .flat_map(|(&c, _)| g.members_of(g.process[c as usize]).iter().copied())
+                .find_map(|c| {
+                    // `u` still moved: one traded back to its previous owner stays there.
+                    let at = took[c as usize].iter().position(|&u| {
+                        g.task_ids[u as usize].subtopology == s
+                            && moved(owner, u)
+                            && (caught_up(o, u) || !caught_up(c, u))
+                    })?;
+                    Some((c, at))
+                });
+            if let Some((c, at)) = trade {
+                let u = took[c as usize][at];
+                took[c as usize][at] = t;
+                let i = took[o as usize]
+                    .iter()
+                    .position(|&x| x == t)
+                    .expect("a moved task is in its owner's list");
+                took[o as usize][i] = u;
+                owner[t as usize] = c;
+                owner[u as usize] = o;
+                next.push(u);
+            }
+        }
+        if next.is_empty() {
+            return;
+        }
+        next.extend_from_slice(&work);
+        next.retain(|&t| moved(owner, t) && away(owner, t));
+        next.sort_unstable();
+        next.dedup();
+        work = next;
+    }
 }
 
 /// Per kind (stateful, stateless), each member's target active count.
@@ -43,20 +161,22 @@ pub(crate) fn assign(g: &Group) -> Vec<u32> {
 /// extra one is chosen so that (a) a member's stateful plus stateless count stays within one
 /// of every other member's, and (b) as many members as possible keep a task they would
 /// otherwise give up: an extra goes first to a member that held more than `⌊n/M⌋` of the kind,
-/// the one that held the most first. Movement is then the fewest any balanced assignment needs.
-fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2]) -> [Vec<u32>; 2] {
+/// the one that held the most first. Movement is then the fewest any balanced assignment
+/// needs, whichever of the others get the rest (they keep all they held either way): of those,
+/// the stateful extras go first to the members that need one to take over the orphaned tasks
+/// they are caught up on (`warm`).
+fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [Vec<u32>; 2] {
     let q = total.map(|n| n / m as u32);
     let extra = total.map(|n| n as usize % m);
     let gains: [Vec<bool>; 2] = [0, 1].map(|k| prev[k].iter().map(|&p| p > q[k]).collect());
-    // Preference for an extra: gains first, then the most held, then rank.
+    // Preference for an extra: gains first, then (stateful, among the others) the most warm
+    // state to take over, then the most held, then rank.
     let order: [Vec<u32>; 2] = [0, 1].map(|k| {
         let mut o: Vec<u32> = (0..m as u32).collect();
         o.sort_by_key(|&r| {
-            (
-                Reverse(gains[k][r as usize]),
-                Reverse(prev[k][r as usize]),
-                r,
-            )
+            let (gains, r) = (gains[k][r as usize], r as usize);
+            let warm = k == 0 && !gains && warm[r];
+            (Reverse(gains), Reverse(warm), Reverse(prev[k][r]), r)
         });
         o
     });
@@ -315,26 +435,253 @@ impl Release {
     }
 }
 
-/// Unowned stateful tasks go to a member with local state for them (current standby or
-/// warm-up first, then reported offsets, highest first) while that member is below target.
-fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32]) {
+/// Unowned stateful tasks go to members with local state for them while those are below
+/// target and below their fair share `⌈n_s/M⌉` of the task's subtopology (so warm state never
+/// costs spread: skew stays within one), the least lag first. (Process-mates, which share the
+/// state directory, are left to the exchange pass: listing every mate here doubled the work.)
+///
+/// 1. Every (task, holder) pair whose holder is caught up (lag at most `acceptable_lag`), the
+///    least lag first, then the task's candidate order: the task goes there if the holder
+///    has room. So a caught-up standby (lag 0 when it reports no offset) is promoted before
+///    anyone takes over a task it is only near on.
+/// 2. Then, for each task still without a caught-up owner, a breadth-first search for an
+///    augmenting path: caught-up tasks each moving on to another caught-up holder with room
+///    in their subtopology, ending at a member with room. A member from which a search found
+///    no room is not searched again, which bounds the work to about one pass over the pairs.
+/// 3. The rest go to lagging holders, the least lag first, while they have room.
+fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_lag: u64) {
     if g.candidates.is_empty() {
         return;
     }
+    // Per unowned stateful task: its holders with room, with their lags, best first, in one
+    // flat list.
+    let mut start: Vec<u32> = Vec::new();
+    let mut tasks: Vec<u32> = Vec::new();
+    let mut holders: Vec<(u64, u32)> = Vec::new();
     for t in 0..g.tasks() as u32 {
-        if owner[t as usize] != NONE || !g.is_stateful(t) {
+        if owner[t as usize] != NONE || !g.is_stateful(t) || g.candidates.of(t).is_empty() {
             continue;
         }
-        if let Some(&c) = g
-            .candidates
-            .of(t)
-            .iter()
-            .find(|&&c| deficit[c as usize] > 0)
+        // A holder without room neither takes a task nor (having taken none) passes one on.
+        let from = holders.len();
+        holders.extend(
+            g.candidates
+                .lags_of(t)
+                .iter()
+                .copied()
+                .zip(g.candidates.of(t).iter().copied())
+                .filter(|&(_, r)| deficit[r as usize] > 0),
+        );
+        if holders.len() == from {
+            continue;
+        }
+        // Stable: equal lags keep the candidate order.
+        holders[from..].sort_by_key(|h| h.0);
+        start.push(from as u32);
+        tasks.push(t);
+    }
+    if tasks.is_empty() {
+        return;
+    }
+    start.push(holders.len() as u32);
+    let of = |i: usize| &holders[start[i] as usize..start[i + 1] as usize];
+    let caught_up = |i: usize| of(i).iter().take_while(|h| h.0 <= acceptable_lag);
+    let subtopology = |i: u32| g.task_ids[tasks[i as usize] as usize].subtopology as usize;
+    let fair = |s: usize| (g.subtopology_tasks(s).len() as u32).div_ceil(g.members() as u32);
+    // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
+    // in a sorted flat list (a map over members × subtopologies could be huge).
+    let mut keys: Vec<(u32, u32)> = (0..tasks.len())
+        .flat_map(|i| {
+            of(i)
+                .iter()
+                .map(move |&(_, r)| (r, subtopology(i as u32) as u32))
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let slot = |r: u32, s: usize| keys.binary_search(&(r, s as u32)).ok();
+    let mut count = vec![0u32; keys.len()];
+    let mut is_holder = vec![false; g.members()];
+    for &(_, r) in &holders {
+        is_holder[r as usize] = true;
+    }
+    for (t, &o) in owner.iter().enumerate() {
+        if o != NONE
+            && is_holder[o as usize]
+            && let Some(k) = slot(o, g.task_ids[t].subtopology as usize)
         {
-            owner[t as usize] = c;
-            deficit[c as usize] -= 1;
+            count[k] += 1;
         }
     }
+    // Per subtopology: its unowned tasks beyond what the members below target still lack of
+    // its floor `⌊n_s/M⌋`. A holder already at the floor takes one only from this surplus and
+    // from its own room beyond its floors, or dealing could not give every member every
+    // floor (skew two).
+    let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / g.members() as u32;
+    let mut surplus = vec![0i64; g.subtopology_start.len()];
+    let mut held = vec![0u32; g.members()];
+    // Per member: its room beyond the floors it still lacks, counted up from `-Σ floors`.
+    let mut spare: Vec<i64> = deficit.iter().map(|&d| i64::from(d)).collect();
+    for (s, surplus) in surplus.iter_mut().enumerate() {
+        if !g.subtopology_stateful[s] {
+            continue;
+        }
+        let range = g.subtopology_tasks(s);
+        let mut have = 0i64;
+        for t in range.clone() {
+            match owner[t as usize] {
+                NONE => *surplus += 1,
+                o if deficit[o as usize] > 0 => {
+                    held[o as usize] += 1;
+                    let within = held[o as usize] <= floor(s);
+                    have += i64::from(within);
+                    spare[o as usize] += i64::from(within);
+                }
+                _ => {}
+            }
+        }
+        let lacking = deficit.iter().filter(|&&d| d > 0).count() as i64;
+        *surplus -= lacking * i64::from(floor(s)) - have;
+        spare.iter_mut().for_each(|x| *x -= i64::from(floor(s)));
+        for t in range {
+            if owner[t as usize] != NONE {
+                held[owner[t as usize] as usize] = 0;
+            }
+        }
+    }
+    let mut room = Room {
+        count,
+        surplus,
+        spare,
+        deficit,
+    };
+    // Whether `r` may take task `i`: room, below the fair share, and at the floor only from
+    // the surplus and its own spare room.
+    let allowed = |room: &Room<'_>, r: u32, i: u32| {
+        let s = subtopology(i);
+        let c = slot(r, s).map_or(0, |k| room.count[k]);
+        room.deficit[r as usize] > 0
+            && c < fair(s)
+            && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0))
+    };
+    // `r` takes the unowned task `i`.
+    let take = |room: &mut Room<'_>, r: u32, i: u32| {
+        let s = subtopology(i);
+        let k = slot(r, s).expect("a holder of the task");
+        room.count[k] += 1;
+        room.deficit[r as usize] -= 1;
+        if room.count[k] > floor(s) {
+            room.surplus[s] -= 1;
+            room.spare[r as usize] -= 1;
+        }
+    };
+    // Pairs by (lag, task, candidate order): step 1 takes the caught-up ones, step 3 the rest.
+    let mut pairs: Vec<(u64, u32, u32, u32)> = (0..tasks.len())
+        .flat_map(|i| {
+            (0u32..)
+                .zip(of(i))
+                .map(move |(k, &(lag, r))| (lag, i as u32, k, r))
+        })
+        .collect();
+    pairs.sort_unstable();
+    let split = pairs.partition_point(|p| p.0 <= acceptable_lag);
+    let mut placed = vec![false; tasks.len()];
+    // Per member: the tasks (by index) it took in step 1 or 2, which a path may move on.
+    let mut took: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
+    for &(_, i, _, r) in &pairs[..split] {
+        if !placed[i as usize] && allowed(&room, r, i) {
+            placed[i as usize] = true;
+            take(&mut room, r, i);
+            took[r as usize].push(i);
+        }
+    }
+    // Step 2: breadth-first over members, along tasks of the one subtopology (so only the
+    // last member's counts change); `via[r]`: (previous member, task index) on the path.
+    // Per (holder, subtopology) slot: whether a search found no room from it.
+    let mut dead = vec![false; keys.len()];
+    let is_dead = |dead: &[bool], r: u32, s: usize| slot(r, s).is_some_and(|k| dead[k]);
+    let mut via: Vec<Option<(u32, u32)>> = vec![None; g.members()];
+    let mut queue = Vec::new();
+    for i in 0..tasks.len() as u32 {
+        if placed[i as usize] {
+            continue;
+        }
+        let s = subtopology(i);
+        queue.clear();
+        for &(_, r) in caught_up(i as usize) {
+            if !is_dead(&dead, r, s) && via[r as usize].is_none() {
+                via[r as usize] = Some((NONE, i));
+                queue.push(r);
+            }
+        }
+        let mut head = 0;
+        let mut found = None;
+        while head < queue.len() {
+            let r = queue[head];
+            head += 1;
+            if allowed(&room, r, i) {
+                found = Some(r);
+                break;
+            }
+            for &j in took[r as usize].iter().filter(|&&j| subtopology(j) == s) {
+                for &(_, q) in caught_up(j as usize) {
+                    if q != r && !is_dead(&dead, q, s) && via[q as usize].is_none() {
+                        via[q as usize] = Some((r, j));
+                        queue.push(q);
+                    }
+                }
+            }
+        }
+        match found {
+            // No member reached can ever take a task of `s` again: room only shrinks.
+            None => {
+                for &r in &queue {
+                    if let Some(k) = slot(r, s) {
+                        dead[k] = true;
+                    }
+                }
+            }
+            Some(mut r) => {
+                placed[i as usize] = true;
+                take(&mut room, r, i);
+                // Walk back: each member on the path takes the task that leads to it, and the
+                // member before gives that task up (the counts of `s` stay as they were).
+                while let Some((from, j)) = via[r as usize] {
+                    took[r as usize].push(j);
+                    if from == NONE {
+                        break;
+                    }
+                    let list = &mut took[from as usize];
+                    let at = list.iter().position(|&x| x == j).expect("on the path");
+                    list.swap_remove(at);
+                    r = from;
+                }
+            }
+        }
+        queue.iter().for_each(|&r| via[r as usize] = None);
+    }
+    for (r, took) in (0u32..).zip(&took) {
+        for &i in took {
+            owner[tasks[i as usize] as usize] = r;
+        }
+    }
+    for &(_, i, _, r) in &pairs[split..] {
+        if !placed[i as usize] && allowed(&room, r, i) {
+            placed[i as usize] = true;
+            take(&mut room, r, i);
+            owner[tasks[i as usize] as usize] = r;
+        }
+    }
+}
+
+/// What limits the warm-state placement: per (holder, subtopology) slot the tasks owned, per
+/// subtopology the surplus beyond the floors, per member the room beyond the floors it lacks
+/// and the room left below target.
+struct Room<'a> {
+    count: Vec<u32>,
+    surplus: Vec<i64>,
+    spare: Vec<i64>,
+    deficit: &'a mut [u32],
 }
 
 /// Deals the still unowned tasks of one kind, subtopology by subtopology, round the ring of
@@ -451,6 +798,21 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                         }
                     }
                     look = next[look];
+                }
+                // The lookahead missed every member that would keep the spread (below the
+                // floor or the fair share where some are, or with the most room to spare):
+                // search the rest of the ring rather than pay for it in skew.
+                if best != top && look != at {
+                    while look != at {
+                        let k = key[look];
+                        if k > best {
+                            (pos, best) = (look, k);
+                            if k == top {
+                                break;
+                            }
+                        }
+                        look = next[look];
+                    }
                 }
             }
             let r = ring[pos] as usize;

@@ -43,6 +43,9 @@ pub(crate) struct Group {
     pub tags: Vec<Vec<Option<u32>>>,
     /// Per rack-aware tag: how many distinct values the processes offer.
     pub tag_values: Vec<u32>,
+    /// Per process: its members, by rank (`process_members[process_start[p]..][..]`).
+    process_members: Vec<u32>,
+    process_start: Vec<u32>,
 }
 
 impl Group {
@@ -77,6 +80,12 @@ impl Group {
                     .filter_map(move |ms| ms.get(round).copied())
             })
             .collect();
+        let mut process_start = Vec::with_capacity(process_count + 1);
+        process_start.push(0);
+        for ms in &by_process {
+            process_start.push(process_start[process_start.len() - 1] + ms.len() as u32);
+        }
+        let process_members = by_process.concat();
 
         let mut subtopology_start = Vec::with_capacity(topology.subtopologies.len());
         let mut total = 0u32;
@@ -100,6 +109,29 @@ impl Group {
         };
         let stateful = |t: &TaskId| subtopology_stateful[t.subtopology as usize];
 
+        // How far each task's changelog is known to reach: the highest end offset or offset
+        // any member reports for it (none reported: 0).
+        let mut end = Vec::new();
+        if members
+            .iter()
+            .any(|m| !m.task_offsets.is_empty() || !m.task_end_offsets.is_empty())
+        {
+            end = vec![0i64; task_ids.len()];
+            for m in members {
+                for (t, &off) in m.task_end_offsets.iter().chain(&m.task_offsets) {
+                    if let Some(d) = dense(t) {
+                        end[d as usize] = end[d as usize].max(off);
+                    }
+                }
+            }
+        }
+        // A member's lag on a task: how far its reported offset is behind the end; a current
+        // standby reporting none is kept current by its member (lag 0), anything else
+        // reporting none is at Kafka's default offset 0.
+        let lag = |d: u32, offset: Option<i64>| -> u64 {
+            let end = end.get(d as usize).copied().unwrap_or(0);
+            u64::try_from(end.saturating_sub(offset.unwrap_or(0))).unwrap_or(0)
+        };
         let mut prev_owner = vec![NONE; task_ids.len()];
         let mut prev_standbys = vec![0u32; members.len()];
         // (task, previous standby first, highest offset first, rank): Kafka's candidate order.
@@ -115,17 +147,22 @@ impl Group {
                     prev_owner[d as usize] = rank;
                 }
             }
-            let offset = |t: &TaskId| m.task_offsets.get(t).copied().unwrap_or(0);
+            let offset = |t: &TaskId| m.task_offsets.get(t).copied();
             for t in m.standby_tasks.iter().filter(|t| topology.contains(**t)) {
                 if stateful(t) {
                     prev_standbys[rank as usize] += 1;
-                    candidates.push((dense(t).unwrap_or(NONE), false, Reverse(offset(t)), rank));
+                    let d = dense(t).unwrap_or(NONE);
+                    let off = offset(t);
+                    let lag = off.map_or(0, |o| lag(d, Some(o)));
+                    candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
                 }
             }
             // A warm-up is a standby being caught up: it counts as one for stickiness.
             for t in m.warmup_tasks.iter() {
                 if topology.contains(*t) && stateful(t) && !m.standby_tasks.contains(t) {
-                    candidates.push((dense(t).unwrap_or(NONE), false, Reverse(offset(t)), rank));
+                    let d = dense(t).unwrap_or(NONE);
+                    let off = offset(t);
+                    candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag(d, off)));
                 }
             }
             // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
@@ -136,7 +173,7 @@ impl Group {
                 let d = dense(t).unwrap_or(NONE);
                 offsets.push((d, rank, off));
                 if !m.standby_tasks.contains(t) && !m.warmup_tasks.contains(t) {
-                    candidates.push((d, true, Reverse(off), rank));
+                    candidates.push((d, true, Reverse(off), rank, lag(d, Some(off))));
                 }
             }
         }
@@ -159,7 +196,15 @@ impl Group {
             prev_standbys,
             tags,
             tag_values,
+            process_members,
+            process_start,
         }
+    }
+
+    /// The members of process `p`, by rank.
+    pub fn members_of(&self, p: u32) -> &[u32] {
+        let p = p as usize;
+        &self.process_members[self.process_start[p] as usize..self.process_start[p + 1] as usize]
     }
 
     /// The number of members.
@@ -196,15 +241,16 @@ impl Group {
     }
 }
 
-/// A member with local state for a task: (dense task, only reports offsets, offset, rank),
-/// ordered the way Kafka ranks them.
-pub(crate) type Candidate = (u32, bool, Reverse<i64>, u32);
+/// A member with local state for a task: (dense task, only reports offsets, offset, rank,
+/// lag), ordered the way Kafka ranks them (the lag rides along: ranks are unique per task).
+pub(crate) type Candidate = (u32, bool, Reverse<i64>, u32, u64);
 
 /// Per stateful task, the members with local state for it, best first: current standbys and
 /// warm-ups, then members that only report offsets; within each, highest offset first.
 pub(crate) struct Candidates {
     start: Vec<u32>,
     members: Vec<u32>,
+    lags: Vec<u64>,
 }
 
 impl Candidates {
@@ -216,8 +262,13 @@ impl Candidates {
                 candidates[w[0] as usize..w[1] as usize].sort_unstable();
             }
         }
-        let members = candidates.into_iter().map(|c| c.3).collect();
-        Self { start, members }
+        let members = candidates.iter().map(|c| c.3).collect();
+        let lags = candidates.iter().map(|c| c.4).collect();
+        Self {
+            start,
+            members,
+            lags,
+        }
     }
 
     /// Whether no task has any.
@@ -231,6 +282,14 @@ impl Candidates {
             return &[];
         }
         &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
+    }
+
+    /// The lags of [`Candidates::of`]`(t)`, in the same order.
+    pub fn lags_of(&self, t: u32) -> &[u64] {
+        if self.members.is_empty() {
+            return &[];
+        }
+        &self.lags[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
     }
 }
 

@@ -31,12 +31,14 @@ struct Previous<'a> {
     standbys: &'a [u32],
 }
 
-/// Places `replicas` standbys for every stateful task, given the active `owner`s.
+/// Places `replicas` standbys for every stateful task, given the active `owner`s; with
+/// rack-aware tags and a `slack`, a standby goes above its member's target plus `slack` only
+/// where no member within that bound can take it.
 ///
 /// The pass runs again with its own output as the current standbys until that output keeps
 /// all of itself (at most [`ROUNDS`] times): then assigning again with the output as the
 /// current assignment reproduces it, which is the fixed point.
-pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
+pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>) -> Standbys {
     let per_task = (replicas as usize).min(g.process_count.saturating_sub(1));
     if per_task == 0 {
         return Standbys {
@@ -75,9 +77,22 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32) -> Standbys {
             target.clone(),
             &mut slots,
             kept,
+            slack,
         );
         if g.tag_values.is_empty() && filled != target {
             repair(g, owner, per_task, &mut slots, &mut filled, &target);
+        } else if let Some(slack) = slack.filter(|_| !g.tag_values.is_empty()) {
+            // The fill kept every member within `slack` above its target; where that left one
+            // more than `slack` below, standbys move to it from members above their targets
+            // (diversity yields here), while the others keep what they have.
+            let want: Vec<u32> = filled
+                .iter()
+                .zip(&target)
+                .map(|(&f, &t)| f.min(t).max(t.saturating_sub(slack)))
+                .collect();
+            if filled.iter().zip(&want).any(|(f, w)| f < w) {
+                repair(g, owner, per_task, &mut slots, &mut filled, &want);
+            }
         }
         if filled != target {
             level_within_processes(g, &active, &mut slots, &mut filled);
@@ -124,12 +139,13 @@ fn as_current(g: &Group, per_task: usize, slots: &[u32]) -> (Candidates, Vec<u32
     for (t, slot) in (0u32..).zip(slots.chunks(per_task)) {
         for &s in slot.iter().filter(|&&s| s != NONE) {
             counts[s as usize] += 1;
-            entries.push((t, false, Reverse(g.offset(t, s)), s));
+            // Lags only rank the actives' warm state; these candidates place standbys.
+            entries.push((t, false, Reverse(g.offset(t, s)), s, 0));
         }
     }
     for &(t, r, off) in &g.offsets {
         if !slots[t as usize * per_task..][..per_task].contains(&r) {
-            entries.push((t, true, Reverse(off), r));
+            entries.push((t, true, Reverse(off), r, 0));
         }
     }
     (Candidates::new(entries, g.tasks()), counts)
@@ -235,6 +251,7 @@ fn fill(
     target: Vec<u32>,
     slots: &mut [u32],
     standbys: Vec<u32>,
+    slack: Option<u32>,
 ) -> Vec<u32> {
     let tagged = !g.tag_values.is_empty();
     let mut coverage = Coverage::new(g);
@@ -254,6 +271,7 @@ fn fill(
     let mut loads = Loads::new(load, standbys, target, g.process.clone(), class_of, blocked);
     let all_classes: Vec<usize> = (0..loads.classes()).collect();
     let mut best_classes: Vec<usize> = Vec::new();
+    let mut gains: Vec<usize> = Vec::new();
     for &t in stateful {
         let base = t as usize * per_task;
         let active_process = g.process[owner[t as usize] as usize];
@@ -292,13 +310,39 @@ fn fill(
             let slot = &slots[base..base + n];
             let holds =
                 |p: u32| p == active_process || slot.iter().any(|&s| g.process[s as usize] == p);
-            let best = if tagged {
-                try_classes
+            let best = match (tagged, slack) {
+                (false, _) => loads.best(0, holds),
+                (true, None) => try_classes
                     .iter()
                     .filter_map(|&c| loads.best(c, holds))
-                    .min()
-            } else {
-                loads.best(0, holds)
+                    .min(),
+                (true, Some(slack)) => {
+                    // Most new tag values first, but only on a member below its target plus
+                    // the slack; where every such class is that full, the next fewest values.
+                    gains.clear();
+                    gains.extend(class_tags.iter().map(|c| coverage.gain_of(c)));
+                    let mut levels = gains.clone();
+                    levels.sort_unstable_by(|a, b| b.cmp(a));
+                    levels.dedup();
+                    levels
+                        .iter()
+                        .find_map(|&level| {
+                            (0..class_tags.len())
+                                .filter(|&c| gains[c] == level)
+                                .filter_map(|c| loads.best(c, holds))
+                                .min()
+                                .filter(|&(_, r)| {
+                                    let r = r as usize;
+                                    loads.standbys[r] < loads.target[r].saturating_add(slack)
+                                })
+                        })
+                        .or_else(|| {
+                            all_classes
+                                .iter()
+                                .filter_map(|&c| loads.best(c, holds))
+                                .min()
+                        })
+                }
             };
             let Some((_, pick)) = best else { break };
             slots[base + n] = pick;

@@ -35,7 +35,8 @@ proptest! {
         }),
         events in strategy::churn(12),
     ) {
-        let run = harness::native(&StickyAssignor);
+        let sticky = StickyAssignor::new();
+        let run = harness::native(&sticky);
         let outcome = harness::converge(&run, &group, &topology, events, |g, t, a| {
             promised(&run, g, t, a)
         });

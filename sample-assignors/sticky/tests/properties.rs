@@ -2,9 +2,10 @@
 
 mod common;
 
-use assignor_sdk::{GroupSpec, Member, TaskId, Topology};
+use assignor_sdk::{GroupSpec, Member, TaskAssignor, TaskId, Topology};
 use common::*;
 use proptest::prelude::*;
+use sticky_assignor::StickyAssignor;
 
 /// A small deterministic generator (splitmix64), so one seed spells out a whole group.
 struct Rng(u64);
@@ -190,6 +191,38 @@ proptest! {
         let (group, topology) = random_group(&shape, true);
         let a = assign(&group, &topology);
         prop_assert_eq!(moved(&group, &a), min_moves(&group, &topology));
+    }
+
+    /// On any group with offsets, no exchange of two moved actives of one subtopology would
+    /// put more stateful actives on caught-up processes.
+    #[test]
+    fn caught_up_placement(shape in shapes()) {
+        let (group, topology) = random_group(&shape, false);
+        let a = assign(&group, &topology);
+        let report = common::caught_up_placement(&group, &topology, &a);
+        prop_assert!(report.passed(), "{}", report);
+    }
+
+    /// With rack-aware tags and a tag load slack `k` (0 or 1), every member's actives plus
+    /// standbys stay within `k` of the range the untagged placement gives, and the result is
+    /// valid and a fixed point.
+    #[test]
+    fn tag_load_slack_bounds_load(shape in shapes(), k in 0u32..=1) {
+        let (group, topology) = random_group(&shape, false);
+        let sticky = StickyAssignor::new().with_tag_load_slack(Some(k));
+        let a = sticky.assign(&group, &topology).expect("sticky never fails");
+        check(&group, &topology, &a);
+        let again = sticky.assign(&with_current(&group, &a), &topology).expect("assigns");
+        prop_assert_eq!(&again, &a, "not a fixed point");
+        let mut untagged = group.clone();
+        untagged.configs.rack_aware_assignment_tags.clear();
+        let plain = totals(&sticky.assign(&untagged, &topology).expect("assigns"));
+        let (lo, hi) = (plain.iter().min().unwrap(), plain.iter().max().unwrap());
+        let k = k as usize;
+        prop_assert!(
+            totals(&a).iter().all(|&n| n + k >= *lo && n <= hi + k),
+            "{:?} against {}..={}", totals(&a), lo, hi
+        );
     }
 
     /// After churn from a settled assignment, the result is valid, balanced, moves the

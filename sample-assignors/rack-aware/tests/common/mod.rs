@@ -100,7 +100,9 @@ pub fn assignor(strategy: Strategy) -> RackAwareAssignor {
 /// sticky's bound on actives plus standbys where it makes one.
 pub fn run(a: &RackAwareAssignor, group: &GroupSpec, topology: &Topology) -> Outcome {
     let out = a.assign_with_outcome(group, topology).expect("assigns");
-    let sticky = StickyAssignor.assign(group, topology).expect("sticky");
+    let sticky = StickyAssignor::new()
+        .assign(group, topology)
+        .expect("sticky");
     check(group, topology, &out.assignment);
     for stateful in [true, false] {
         assert_eq!(
