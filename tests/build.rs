@@ -82,6 +82,8 @@ const GUESTS: &[(&str, Expect)] = &[
     // Over the host's cap on one call's randomness (a trap), or out of the fuel its bytes cost.
     ("random-flood", Expect::Trap),
     ("stdout-flood", Expect::OutOfFuel),
+    // Charged per pollable passed to `poll`, before the host polls them.
+    ("poll-flood", Expect::OutOfFuel),
     ("output-flood", Expect::InvalidOutput),
     ("huge-name", Expect::Load),
     ("huge-error", Expect::GuestError),

@@ -3,7 +3,7 @@
 //! back by `assignor replay` and by tests.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use assignor_sdk::capture::{Capture, CapturedFailure, CapturedLimits};
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
@@ -25,7 +25,7 @@ pub fn of_failure(
 ) -> Capture {
     let (component_sha256, limits) = match assignor {
         Assignor::BuiltIn { .. } => (None, None),
-        Assignor::Component(c) => (Some(c.sha256()), Some(captured_limits(c.limits()))),
+        Assignor::Component(c) => (Some(c.sha256()), Some(CapturedLimits::from(c.limits()))),
     };
     Capture {
         assignor: assignor.name().to_owned(),
@@ -42,34 +42,14 @@ pub fn of_failure(
     }
 }
 
-/// `limits` in the capture's plain units.
-pub fn captured_limits(limits: &Limits) -> CapturedLimits {
-    CapturedLimits {
-        fuel: limits.get_fuel(),
-        memory_bytes: limits.get_memory_bytes() as u64,
-        wasm_stack_bytes: limits.get_wasm_stack_bytes() as u64,
-        timeout_ms: u64::try_from(limits.get_timeout().as_millis()).unwrap_or(u64::MAX),
-        max_output_bytes: limits.get_max_output_bytes() as u64,
-    }
-}
-
-/// The limits a capture ran under, over `base` (for what a capture does not record: output
-/// capture, component size, concurrency).
-pub fn limits_of(captured: &CapturedLimits, base: Limits) -> Limits {
-    let size = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
-    base.fuel(captured.fuel)
-        .memory_bytes(size(captured.memory_bytes))
-        .wasm_stack_bytes(size(captured.wasm_stack_bytes))
-        .timeout(Duration::from_millis(captured.timeout_ms))
-        .max_output_bytes(size(captured.max_output_bytes))
-}
-
-/// The limits to replay `capture` under: its own, or the defaults for a built-in's capture.
+/// The limits to replay `capture` under: its own (over the defaults, for what a capture does
+/// not record), or the defaults for a built-in's capture. The conversion is
+/// [`Limits::with_captured`].
 pub fn limits_for(capture: &Capture) -> Limits {
     capture
         .limits
         .as_ref()
-        .map_or_else(Limits::default, |l| limits_of(l, Limits::default()))
+        .map_or_else(Limits::default, |l| Limits::default().with_captured(l))
 }
 
 /// Whether a replay's `outcome` ends as `capture` did: the same error kind and message and
@@ -111,24 +91,4 @@ pub fn save(dir: &Path, capture: &Capture) -> std::io::Result<PathBuf> {
     let path = dir.join(format!("{name}-{millis}.{EXTENSION}"));
     std::fs::write(&path, capture.to_bytes())?;
     Ok(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Limits survive the trip through a capture, the unrecorded ones taken from the base.
-    #[test]
-    fn limits_round_trip() {
-        let limits = Limits::default()
-            .fuel(Some(123))
-            .memory_bytes(3 << 20)
-            .wasm_stack_bytes(64 << 10)
-            .timeout(Duration::from_millis(250))
-            .max_output_bytes(999);
-        assert_eq!(
-            limits_of(&captured_limits(&limits), Limits::default()),
-            limits
-        );
-    }
 }

@@ -19,9 +19,10 @@ use serde_json::json;
 use crate::assignor::Assignor;
 use crate::capture;
 use crate::error::{ErrorKind, TaskAssignorError};
-use crate::json as contract;
 use crate::limits::Limits;
+use crate::protocol::{CallError, CallLimits};
 use crate::usage::Usage;
+use crate::wire;
 
 /// The rules that decide the verdict.
 pub const REQUIRED: [&str; 3] = ["runs", "valid", "deterministic"];
@@ -322,12 +323,13 @@ impl CheckReport {
                     "name": r.name,
                     "members": r.members,
                     "tasks": r.tasks,
+                    // The report's limits are given once, at the top.
                     "usage": r.usage.as_ref().map(|u| {
-                        let mut u = contract::usage_json(u, limits);
+                        let mut u = json!(wire::usage_report(u, limits));
                         u.as_object_mut().map(|o| o.remove("limits"));
                         u
                     }),
-                    "error": r.error.as_ref().map(|e| contract::error_json(e)["error"].clone()),
+                    "error": r.error.as_ref().map(CallError::from),
                     "checks": r.checks.iter().map(|c| json!({
                         "rule": c.rule,
                         "passed": c.passed(),
@@ -357,7 +359,7 @@ impl CheckReport {
         .collect();
         json!({
             "assignor": { "name": self.assignor, "source": self.source, "sha256": self.sha256 },
-            "limits": contract::usage_json(&Usage::default(), limits)["limits"],
+            "limits": CallLimits::from(limits),
             "seed": self.options.seed,
             "cases": cases,
             "rules": rules,

@@ -20,7 +20,8 @@
 //! remote service through an SSH tunnel or a TLS-terminating proxy on the local machine.
 //! Proxies from `HTTP_PROXY`/`NO_PROXY` are honoured, as curl would.
 //!
-//! Answers are typed, but every typed answer keeps the JSON it came from ([`Reply::json`]):
+//! Answers are typed with the [`protocol`](crate::protocol)'s types, the very ones the service
+//! writes them with, and every typed answer keeps the JSON it came from ([`Reply::json`]):
 //! the types ignore fields they do not know, so a newer service still works with this client
 //! and `--json` output still shows everything the service said.
 
@@ -28,13 +29,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use ureq::http::{HeaderValue, Method, Request};
 
-use crate::json::AssignmentDoc;
-use crate::{Limits, Usage};
+pub use crate::protocol::{
+    AssignorEntry, CommittedTarget, ConfigOverrides, DescribedGroup, GroupConfigs, GroupOverrides,
+    LastFailure, LimitOverrides, TenantList, TenantReport, UploadReport, UsageReport,
+};
+use crate::protocol::{AssignorList, ConfigChange, ErrorAnswer};
 
 /// Where `assignor serve` listens without `--listen`.
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
@@ -43,8 +47,9 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a whole request may take: 120 s. The service bounds every call it makes (an
 /// upload's compile and trial, an assignment's deadline and its wait for a slot), so this
-/// only stops a client that would otherwise wait forever on a stuck server.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// only stops a client that would otherwise wait forever on a stuck server. (Not a call's
+/// deadline, which is [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT).)
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The largest answer read: 256 MiB, far above the target assignment of a 1000-member,
 /// 16384-task group (a few MiB of JSON).
 pub const MAX_ANSWER_BYTES: u64 = 256 << 20;
@@ -146,185 +151,6 @@ pub struct Reply<T> {
     pub json: Value,
 }
 
-/// One entry of [`Client::list_assignors`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AssignorEntry {
-    /// The name groups select it by.
-    pub name: String,
-    /// `built-in` or `component`.
-    pub kind: String,
-    /// Whether it is one of this tenant's uploads.
-    pub uploaded: bool,
-    /// Whether groups without `streams.assignor.name` use it.
-    pub default: bool,
-    /// An upload's content hash.
-    pub sha256: Option<String>,
-    /// An upload's size.
-    pub bytes: Option<u64>,
-}
-
-/// A call's resource use beside the limits it ran under, as the service reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageReport {
-    /// Fuel consumed; `None` for a native built-in.
-    pub fuel: Option<u64>,
-    /// Peak linear memory, in bytes; `None` for a native built-in.
-    pub peak_memory_bytes: Option<u64>,
-    /// Wall time of the whole call, in microseconds.
-    pub wall_time_us: u64,
-    /// Bytes copied into the guest.
-    pub input_bytes: Option<u64>,
-    /// Bytes the guest returned.
-    pub output_bytes: Option<u64>,
-    /// The limits of the call.
-    pub limits: UsageLimits,
-}
-
-/// The limits a call ran under.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageLimits {
-    /// Fuel per call; `None` when unlimited.
-    pub fuel: Option<u64>,
-    /// Linear memory per instance, in bytes.
-    pub memory_bytes: u64,
-    /// Wall-clock deadline, in milliseconds.
-    pub timeout_ms: u64,
-    /// Largest output, in bytes.
-    pub max_output_bytes: u64,
-}
-
-impl UsageReport {
-    /// The figures as the runtime's [`Usage`], for the same reports a local call prints.
-    pub fn usage(&self) -> Usage {
-        Usage {
-            fuel: self.fuel,
-            peak_memory_bytes: self.peak_memory_bytes.map(saturating_usize),
-            wall_time: Duration::from_micros(self.wall_time_us),
-            input_bytes: self.input_bytes.map(saturating_usize),
-            output_bytes: self.output_bytes.map(saturating_usize),
-        }
-    }
-
-    /// The limits as the runtime's [`Limits`] (the fields the service reports; the rest keep
-    /// their defaults).
-    pub fn limits(&self) -> Limits {
-        let l = &self.limits;
-        Limits::default()
-            .fuel(l.fuel)
-            .memory_bytes(saturating_usize(l.memory_bytes))
-            .timeout(Duration::from_millis(l.timeout_ms))
-            .max_output_bytes(saturating_usize(l.max_output_bytes))
-    }
-}
-
-fn saturating_usize(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
-}
-
-/// The answer to [`Client::upload`]: every check passed and the trial's usage.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UploadReport {
-    /// The name it was stored under.
-    pub assignor: String,
-    /// Its content hash.
-    pub sha256: String,
-    /// Its size.
-    pub bytes: u64,
-    /// The checks it passed, in order.
-    pub checks: Vec<String>,
-    /// The trial assignment's usage under the tenant's limits.
-    pub trial: UsageReport,
-    /// Whether it replaced an earlier upload of the name.
-    pub replaced: bool,
-}
-
-/// The answer to [`Client::set_group_config`]: the group's config overrides after the change.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupOverrides {
-    /// The group.
-    pub group_id: String,
-    /// Config key → value, `null` where the group uses the broker's value.
-    pub config: BTreeMap<String, Value>,
-}
-
-/// A group as [`Client::describe`] (and [`Client::put_group`]) report it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupDescription {
-    /// The group.
-    pub group_id: String,
-    /// The group epoch.
-    pub group_epoch: u32,
-    /// The target assignment's epoch; `None` before the first assignment.
-    pub target_assignment_epoch: Option<u32>,
-    /// The assignor the next computation uses.
-    pub assignor_name: String,
-    /// `streams.assignor.name` as configured; differs from `assignor_name` when the group
-    /// falls back to the default.
-    pub configured_assignor: Option<String>,
-    /// The assignment configs the next computation uses.
-    pub configs: GroupConfigs,
-    /// Member ids, sorted.
-    pub members: Vec<String>,
-    /// The assignor that computed the current target.
-    pub target_assignor: Option<String>,
-    /// The usage of that computation.
-    pub target_usage: Option<UsageReport>,
-    /// The last failure, while none has succeeded since.
-    pub last_failure: Option<LastFailure>,
-}
-
-/// The resolved assignment configs of a group.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupConfigs {
-    /// Standby replicas per stateful task.
-    pub num_standby_replicas: u32,
-    /// Client tags the rack-aware assignor balances over.
-    pub rack_aware_assignment_tags: Vec<String>,
-}
-
-/// A group's last failed assignment.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LastFailure {
-    /// The assignor that failed.
-    pub assignor: String,
-    /// The error kind, e.g. `out-of-fuel`.
-    pub kind: String,
-    /// What happened.
-    pub message: String,
-    /// When, in milliseconds since the Unix epoch.
-    pub at_ms: u64,
-    /// The group epoch it was computing for.
-    pub group_epoch: u32,
-    /// Failures in a row.
-    pub consecutive: u32,
-    /// No retry before this, in milliseconds since the Unix epoch.
-    pub retry_at_ms: u64,
-}
-
-/// A group's committed target assignment.
-#[derive(Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TargetAssignment {
-    /// The assignment, in the output JSON contract.
-    pub assignment: AssignmentDoc,
-    /// Its epoch.
-    pub target_assignment_epoch: u32,
-    /// The assignor that computed it.
-    pub assignor: String,
-    /// That computation's usage.
-    pub usage: UsageReport,
-    /// When it was computed, in milliseconds since the Unix epoch.
-    pub computed_at_ms: u64,
-}
-
 /// A connection to one service as one tenant.
 pub struct Client {
     server: String,
@@ -367,7 +193,7 @@ impl Client {
             // Error answers carry the service's JSON reason: read them like any answer.
             .http_status_as_error(false)
             .timeout_connect(Some(DEFAULT_CONNECT_TIMEOUT))
-            .timeout_global(Some(DEFAULT_TIMEOUT))
+            .timeout_global(Some(DEFAULT_REQUEST_TIMEOUT))
             .build()
             .into();
         let authorization = token
@@ -393,13 +219,9 @@ impl Client {
     /// The built-ins (or broker-configured assignors) and this tenant's uploads, default
     /// first.
     pub fn list_assignors(&self) -> Result<Reply<Vec<AssignorEntry>>, ClientError> {
-        #[derive(Deserialize)]
-        struct List {
-            assignors: Vec<AssignorEntry>,
-        }
         let path = "/v1/assignors".to_owned();
         let json = self.call(Method::GET, path.clone(), None)?;
-        let list: List = self.typed(&Method::GET, &path, &json)?;
+        let list: AssignorList = self.typed(&Method::GET, &path, &json)?;
         Ok(Reply {
             body: list.assignors,
             json,
@@ -429,10 +251,22 @@ impl Client {
         set: &[(&str, &str)],
         delete: &[&str],
     ) -> Result<Reply<GroupOverrides>, ClientError> {
-        let set: BTreeMap<&str, &str> = set.iter().copied().collect();
-        let body = json!({ "set": set, "delete": delete });
+        let change = ConfigChange {
+            delete: delete.iter().map(|&k| k.to_owned()).collect(),
+            set: set
+                .iter()
+                .map(|&(k, v)| (k.to_owned(), Value::from(v)))
+                .collect::<BTreeMap<_, _>>(),
+        };
+        let body = serde_json::to_vec(&change).expect("a config change always serializes");
         let path = format!("/v1/groups/{}/config", segment(group));
-        self.typed_call(Method::PUT, path, Some(body.to_string().as_bytes()))
+        self.typed_call(Method::PUT, path, Some(&body))
+    }
+
+    /// The group's own config overrides (`null` where the broker's value applies).
+    pub fn group_config(&self, group: &str) -> Result<Reply<GroupOverrides>, ClientError> {
+        let path = format!("/v1/groups/{}/config", segment(group));
+        self.typed_call(Method::GET, path, None)
     }
 
     /// Replaces the whole group with a document in the input JSON contract: topology,
@@ -441,7 +275,7 @@ impl Client {
         &self,
         group: &str,
         document: &str,
-    ) -> Result<Reply<GroupDescription>, ClientError> {
+    ) -> Result<Reply<DescribedGroup>, ClientError> {
         let path = format!("/v1/groups/{}", segment(group));
         self.typed_call(Method::PUT, path, Some(document.as_bytes()))
     }
@@ -456,20 +290,20 @@ impl Client {
     /// Triggers an assignment: computes the target if the group moved on since the last one
     /// and answers the committed target. A failed assignment is [`ClientError::Refused`]
     /// (500, with `kind` and `retryAtMs`); the previous target stays.
-    pub fn assign(&self, group: &str) -> Result<Reply<TargetAssignment>, ClientError> {
+    pub fn assign(&self, group: &str) -> Result<Reply<CommittedTarget>, ClientError> {
         let path = format!("/v1/groups/{}/assign", segment(group));
         self.typed_call(Method::POST, path, None)
     }
 
     /// The committed target assignment.
-    pub fn assignment(&self, group: &str) -> Result<Reply<TargetAssignment>, ClientError> {
+    pub fn assignment(&self, group: &str) -> Result<Reply<CommittedTarget>, ClientError> {
         let path = format!("/v1/groups/{}/assignment", segment(group));
         self.typed_call(Method::GET, path, None)
     }
 
     /// Describes a group: epochs, the assignor for the next computation, configs, members,
     /// the last failure.
-    pub fn describe(&self, group: &str) -> Result<Reply<GroupDescription>, ClientError> {
+    pub fn describe(&self, group: &str) -> Result<Reply<DescribedGroup>, ClientError> {
         let path = format!("/v1/groups/{}", segment(group));
         self.typed_call(Method::GET, path, None)
     }
@@ -479,6 +313,29 @@ impl Client {
     pub fn capture(&self, group: &str) -> Result<Vec<u8>, ClientError> {
         let path = format!("/v1/groups/{}/capture", segment(group));
         self.exchange(&Method::GET, &path, None)
+    }
+
+    /// Admin token only: every tenant with its limits in force and the admin's overrides.
+    pub fn tenants(&self) -> Result<Reply<TenantList>, ClientError> {
+        self.typed_call(Method::GET, "/v1/admin/tenants".to_owned(), None)
+    }
+
+    /// Admin token only: changes some of `tenant`'s limits (the fields set in `change`, on
+    /// top of earlier overrides), all or nothing: refused if an upload no longer loads.
+    pub fn set_tenant_limits(
+        &self,
+        tenant: &str,
+        change: &LimitOverrides,
+    ) -> Result<Reply<TenantReport>, ClientError> {
+        let body = serde_json::to_vec(change).expect("overrides always serialize");
+        let path = format!("/v1/admin/tenants/{}/limits", segment(tenant));
+        self.typed_call(Method::PUT, path, Some(&body))
+    }
+
+    /// Admin token only: `tenant`'s limits back to the config file's.
+    pub fn reset_tenant_limits(&self, tenant: &str) -> Result<Reply<TenantReport>, ClientError> {
+        let path = format!("/v1/admin/tenants/{}/limits", segment(tenant));
+        self.typed_call(Method::DELETE, path, None)
     }
 
     fn typed_call<T: DeserializeOwned>(
@@ -612,11 +469,11 @@ impl Client {
                 error: Value::Null,
             });
         }
-        let error = json.as_ref().map(|j| &j["error"]);
-        let (Some(code), Some(message)) = (
-            error.and_then(|e| e["code"].as_str()),
-            error.and_then(|e| e["message"].as_str()),
-        ) else {
+        let answer = json.and_then(|j| {
+            let whole = j.get("error").cloned()?;
+            ErrorAnswer::deserialize(j).ok().map(|a| (a.error, whole))
+        });
+        let Some((error, whole)) = answer else {
             return Err(self.protocol(
                 method,
                 path,
@@ -629,14 +486,14 @@ impl Client {
         if status == 401 {
             return Err(ClientError::Unauthorized {
                 server: self.server.clone(),
-                message: message.to_owned(),
+                message: error.message,
             });
         }
         Err(ClientError::Refused {
             status,
-            code: code.to_owned(),
-            message: message.to_owned(),
-            error: error.cloned().unwrap_or_default(),
+            code: error.code,
+            message: error.message,
+            error: whole,
         })
     }
 }

@@ -5,25 +5,26 @@
 //! Every call is bounded as a whole, host work included: the engine's epoch deadline stops
 //! wasm code, and the same deadline (plus [`DEADLINE_GRACE`]) drops the call's future when it
 //! waits in a host function instead (a sleep, a poll), which an epoch cannot interrupt.
-//! [`ComponentAssignor::assign_async`] runs the guest on the runtime's own call threads, never
-//! on the caller's executor, so a service's request threads stay free whatever a guest does.
+//! [`ComponentAssignor::assign_async`] runs the guest on the runtime's own call threads
+//! (`call_threads`), never on the caller's executor, so a service's request threads stay free whatever a guest does.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
-use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
+use wasmtime::{PoolConcurrencyLimitError, Store, Trap, WasmBacktrace};
 
 use crate::boundary::{self, AssignorPre, NAME_RESULT_BYTES, Output};
 use crate::cache::{self, ContentHash};
+use crate::call_threads;
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::{self, Limits};
 use crate::runtime::{EPOCH_TICK, Runtime};
 use crate::usage::Usage;
-use crate::wasi::{CallState, Capture, FUEL_PER_HOST_BYTE};
+use crate::wasi::{CallState, Capture};
 
 /// Fuel between a call's yields to the executor in [`ComponentAssignor::assign_async`]: about
 /// 50–100 µs of guest work, short enough that other calls on the same call thread are not
@@ -37,17 +38,6 @@ pub const DEADLINE_GRACE: Duration = Duration::from_millis(50);
 
 /// Longest assignor name accepted; names travel in configs and describe responses.
 const MAX_NAME_BYTES: usize = 249;
-
-/// The threads every runtime's async calls run on: one per core, so guests compete with each
-/// other for cores but never for the threads that serve requests.
-static CALL_THREADS: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .thread_name("assignor-call")
-        .enable_all()
-        .build()
-        .expect("starting the assignor call threads")
-});
 
 /// An assignor component, compiled, linked, named and configured: ready to assign.
 pub struct ComponentAssignor {
@@ -215,33 +205,30 @@ impl ComponentAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        let start = Instant::now();
-        let input = self.lower(group, topology)?;
-        let bytes = input.bytes;
-        let called = block_on(Arc::clone(&self.inner).call(input, None));
-        self.finish(called, bytes, group, topology, start, true)
+        block_on(self.inner.run(group, topology, None, true))
     }
 
-    /// [`assign`](Self::assign) for async code: the guest runs on the runtime's call threads
-    /// (one per core, shared by every runtime), yielding after every [`YIELD_FUEL`] units of
-    /// fuel so that calls share them, and this future waits for it without holding a thread.
-    /// Dropping the future does not stop the call early; its limits do.
+    /// [`assign`](Self::assign) for async code: the whole call (the input checked and
+    /// converted, the guest run, its output converted and validated) runs on the runtime's
+    /// call threads, one per core and shared by every runtime, and this future waits for it
+    /// without holding a thread. So a guest's output, however large, is never worked on by
+    /// the caller's executor. The guest yields after every [`YIELD_FUEL`] units of fuel so
+    /// that calls share the threads, and a call that works for longer than
+    /// [`FOREGROUND_TIME`](crate::FOREGROUND_TIME) finishes on threads of the lowest
+    /// priority, so that it cannot slow short calls down.
+    ///
+    /// The group and topology are shared because the call may outlive this future: dropping
+    /// it does not stop the call early; its limits do.
     pub async fn assign_async(
         &self,
-        group: &GroupSpec,
-        topology: &Topology,
+        group: Arc<GroupSpec>,
+        topology: Arc<Topology>,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        let start = Instant::now();
-        let input = self.lower(group, topology)?;
-        let bytes = input.bytes;
-        let call = CALL_THREADS.spawn(Arc::clone(&self.inner).call(input, Some(YIELD_FUEL)));
-        let called = match call.await {
-            Ok(called) => called,
-            // The call threads live as long as the process; a call's panic is the host's bug,
-            // passed on to the caller as it would be in `assign`.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        };
-        self.finish(called, bytes, group, topology, start, true)
+        let loaded = Arc::clone(&self.inner);
+        call_threads::run(Box::pin(async move {
+            loaded.run(&group, &topology, Some(YIELD_FUEL), true).await
+        }))
+        .await
     }
 
     /// [`ComponentAssignor::assign`] without output validation beyond what the domain model
@@ -252,53 +239,7 @@ impl ComponentAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        let start = Instant::now();
-        let input = self.lower(group, topology)?;
-        let bytes = input.bytes;
-        let called = block_on(Arc::clone(&self.inner).call(input, None));
-        self.finish(called, bytes, group, topology, start, false)
-    }
-
-    /// Checks the group against the input limits, then converts it to WIT values.
-    fn lower(
-        &self,
-        group: &GroupSpec,
-        topology: &Topology,
-    ) -> Result<boundary::Input, TaskAssignorError> {
-        self.limits().check_group(group, topology).map_err(|e| {
-            TaskAssignorError::new(self.name(), ErrorKind::InputLimit, e.to_string())
-        })?;
-        Ok(boundary::input(group, topology))
-    }
-
-    /// Converts a finished call's output into the domain model and, if `validate`, checks it.
-    fn finish(
-        &self,
-        called: Called,
-        input_bytes: usize,
-        group: &GroupSpec,
-        topology: &Topology,
-        start: Instant,
-        validate: bool,
-    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
-        let fuel = Some(called.fuel);
-        let output = called.output?;
-        let output_bytes = boundary::output_bytes(&output);
-        let invalid = |m: String| {
-            TaskAssignorError::new(self.name(), ErrorKind::InvalidOutput, m).with_fuel(fuel)
-        };
-        let assignment = boundary::output(output, group, topology).map_err(invalid)?;
-        if validate {
-            assignor_sdk::validate(group, topology, &assignment).map_err(invalid)?;
-        }
-        let usage = Usage {
-            fuel,
-            peak_memory_bytes: Some(called.peak_memory),
-            wall_time: start.elapsed(),
-            input_bytes: Some(input_bytes),
-            output_bytes: Some(output_bytes),
-        };
-        Ok((assignment, usage))
+        block_on(self.inner.run(group, topology, None, false))
     }
 
     /// Creates a sandbox and instantiates the component, nothing else: the fixed cost every
@@ -317,10 +258,68 @@ impl Loaded {
         &self.runtime.inner.limits
     }
 
+    /// One assignment: the group checked against the input limits and converted, the call
+    /// (yielding every `yield_fuel`, if given), then its output converted and, if
+    /// `validate`, validated.
+    async fn run(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+        yield_fuel: Option<u64>,
+        validate: bool,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        let start = Instant::now();
+        let input = self.lower(group, topology)?;
+        let bytes = input.bytes;
+        let called = self.call(input, yield_fuel).await;
+        self.finish(called, bytes, group, topology, start, validate)
+    }
+
+    /// Checks the group against the input limits, then converts it to WIT values.
+    fn lower(
+        &self,
+        group: &GroupSpec,
+        topology: &Topology,
+    ) -> Result<boundary::Input, TaskAssignorError> {
+        self.limits().check_group(group, topology).map_err(|e| {
+            TaskAssignorError::new(&self.name, ErrorKind::InputLimit, e.to_string())
+        })?;
+        Ok(boundary::input(group, topology))
+    }
+
+    /// Converts a finished call's output into the domain model and, if `validate`, checks it.
+    fn finish(
+        &self,
+        called: Called,
+        input_bytes: usize,
+        group: &GroupSpec,
+        topology: &Topology,
+        start: Instant,
+        validate: bool,
+    ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
+        let fuel = Some(called.fuel);
+        let output = called.output?;
+        let output_bytes = boundary::output_bytes(&output);
+        let invalid = |m: String| {
+            TaskAssignorError::new(&self.name, ErrorKind::InvalidOutput, m).with_fuel(fuel)
+        };
+        let assignment = boundary::output(output, group, topology).map_err(invalid)?;
+        if validate {
+            assignor_sdk::validate(group, topology, &assignment).map_err(invalid)?;
+        }
+        let usage = Usage {
+            fuel,
+            peak_memory_bytes: Some(called.peak_memory),
+            wall_time: start.elapsed(),
+            input_bytes: Some(input_bytes),
+            output_bytes: Some(output_bytes),
+        };
+        Ok((assignment, usage))
+    }
+
     /// One call of `assign` in a fresh sandbox: instantiate, `configure`, `assign`, and copy
-    /// the output out, all under the call's deadline. Owns what it needs, so that it can run
-    /// on the call threads.
-    async fn call(self: Arc<Self>, input: boundary::Input, yield_fuel: Option<u64>) -> Called {
+    /// the output out, all under the call's deadline.
+    async fn call(&self, input: boundary::Input, yield_fuel: Option<u64>) -> Called {
         let mut sandbox = self.sandbox();
         sandbox
             .store
@@ -329,7 +328,7 @@ impl Loaded {
         let limits = self.limits();
         let max_message = limits.get_max_message_bytes();
         sandbox.store.data_mut().result_bytes = boundary::result_bytes(limits);
-        let this = &*self;
+        let this = self;
         let result = this
             .bounded(&mut sandbox, |instance, store| async move {
                 let api = api(&instance);
@@ -360,7 +359,7 @@ impl Loaded {
                     message,
                 ))
             }
-            Err(Stop::Error(e)) if is_over_result_fuel(&e) => {
+            Err(Stop::Error(e)) if is_over_result_fuel(&e) && !from_a_host_call(&e) => {
                 self.log_output(&sandbox);
                 Err(TaskAssignorError::new(
                     &self.name,
@@ -468,12 +467,11 @@ impl Loaded {
             );
         }
         let (kind, mut message) = match error.downcast_ref::<Trap>() {
-            Some(Trap::OutOfFuel) if state.host_fuel_exhausted => (
+            Some(Trap::OutOfFuel) if let Some(work) = state.host_fuel_exhausted => (
                 ErrorKind::OutOfFuel,
                 format!(
-                    "ran out of fuel ({} units) while {doing}, charged for host calls ({} fuel \
-                     per byte written or made for the guest); write and ask for less",
-                    sandbox.fuel, FUEL_PER_HOST_BYTE
+                    "ran out of fuel ({} units) while {doing}, charged for host calls: {work}",
+                    sandbox.fuel
                 ),
             ),
             Some(Trap::OutOfFuel) => (
@@ -549,6 +547,13 @@ fn is_over_result_fuel(error: &wasmtime::Error) -> bool {
         .root_cause()
         .to_string()
         .contains("fuel allocated for hostcalls")
+}
+
+/// Whether `error` came out of a host function the guest called (it unwound through wasm
+/// frames, which left a backtrace) rather than from lifting an export's results after the
+/// guest returned: which of the two hostcall-fuel limits a "fuel exhausted" failure hit.
+fn from_a_host_call(error: &wasmtime::Error) -> bool {
+    error.downcast_ref::<WasmBacktrace>().is_some()
 }
 
 /// A call that failed in a host function or in lifting, said in terms of the limit it hit.

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits};
+use crate::limits::{
+    DEFAULT_COMPILE_TIMEOUT, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits,
+};
 
 /// `group.streams.assignors`: the ordered assignor list; the first entry is the default.
 pub const ASSIGNORS: &str = "group.streams.assignors";
@@ -23,6 +25,9 @@ pub const FUEL: &str = "group.streams.assignor.fuel";
 pub const MEMORY_BYTES: &str = "group.streams.assignor.memory.bytes";
 /// `group.streams.assignor.timeout.ms`: wall-clock deadline per sandboxed call.
 pub const TIMEOUT_MS: &str = "group.streams.assignor.timeout.ms";
+/// `group.streams.assignor.compile.timeout.ms`: longest a component's compilation may take
+/// (in a child process, killed past it).
+pub const COMPILE_TIMEOUT_MS: &str = "group.streams.assignor.compile.timeout.ms";
 /// `group.streams.assignor.max.output.bytes`: largest assignment a component may return.
 pub const MAX_OUTPUT_BYTES: &str = "group.streams.assignor.max.output.bytes";
 
@@ -66,6 +71,11 @@ const SIZE_LIMITS: &[SizeLimit] = &[
         key: "group.streams.assignor.max.code.bytes",
         set: |l, v| l.max_code_bytes(saturate(v)),
         get: |l| l.get_max_code_bytes() as u64,
+    },
+    SizeLimit {
+        key: "group.streams.assignor.max.compiled.bytes",
+        set: |l, v| l.max_compiled_bytes(saturate(v)),
+        get: |l| l.get_max_compiled_bytes() as u64,
     },
     SizeLimit {
         key: "group.streams.assignor.max.members",
@@ -156,13 +166,17 @@ pub struct BrokerConfig {
     pub num_standby_replicas: u32,
     /// [`RACK_AWARE_ASSIGNMENT_TAGS`].
     pub rack_aware_assignment_tags: Vec<String>,
-    /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`MAX_OUTPUT_BYTES`] and
-    /// the other `group.streams.assignor.max.*` size and count limits (see
-    /// [`BrokerConfig::defaults`]) over [`Limits::default`].
+    /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`COMPILE_TIMEOUT_MS`],
+    /// [`MAX_OUTPUT_BYTES`] and the other `group.streams.assignor.max.*` size and count limits
+    /// (see [`BrokerConfig::defaults`]) over [`Limits::default`].
     pub limits: Limits,
     /// Where relative component paths in [`ASSIGNORS`] are resolved: the config file's
     /// directory, else the working directory.
     pub base_dir: PathBuf,
+    /// Not a key: the program runtimes built for this config compile components with (see
+    /// [`RuntimeBuilder::compiler`](crate::RuntimeBuilder::compiler)), `None` to compile in
+    /// process. The `assignor` command sets its own executable.
+    pub compiler: Option<PathBuf>,
 }
 
 impl Default for BrokerConfig {
@@ -239,6 +253,17 @@ impl BrokerConfig {
             }
             limits = limits.timeout(Duration::from_millis(ms));
         }
+        if let Some(v) = get(COMPILE_TIMEOUT_MS) {
+            let ms: u64 = parse_number(COMPILE_TIMEOUT_MS, v)?;
+            if ms == 0 {
+                return Err(ConfigError::Value {
+                    key: COMPILE_TIMEOUT_MS,
+                    value: v.to_owned(),
+                    message: "must be at least 1".into(),
+                });
+            }
+            limits = limits.compile_timeout(Duration::from_millis(ms));
+        }
         for limit in SIZE_LIMITS {
             if let Some(v) = get(limit.key) {
                 limits = (limit.set)(limits, parse_number(limit.key, v)?);
@@ -251,6 +276,7 @@ impl BrokerConfig {
             rack_aware_assignment_tags,
             limits,
             base_dir: PathBuf::from("."),
+            compiler: None,
         })
     }
 
@@ -272,6 +298,10 @@ impl BrokerConfig {
             (FUEL, DEFAULT_FUEL.to_string()),
             (MEMORY_BYTES, DEFAULT_MEMORY_BYTES.to_string()),
             (TIMEOUT_MS, DEFAULT_TIMEOUT.as_millis().to_string()),
+            (
+                COMPILE_TIMEOUT_MS,
+                DEFAULT_COMPILE_TIMEOUT.as_millis().to_string(),
+            ),
         ];
         defaults.extend(
             SIZE_LIMITS
@@ -371,7 +401,8 @@ mod tests {
             "# broker\ngroup.streams.assignors = mine.wasm, sticky\n\
              group.streams.num.standby.replicas: 1\n\
              group.streams.rack.aware.assignment.tags=zone,\\\n  cluster\n\
-             group.streams.assignor.fuel=none\nmy.assignor.knob=7\n",
+             group.streams.assignor.fuel=none\nmy.assignor.knob=7\n\
+             group.streams.assignor.compile.timeout.ms=2500\n",
         )
         .expect("write");
         let c = BrokerConfig::load(
@@ -383,6 +414,7 @@ mod tests {
         assert_eq!(c.num_standby_replicas, 2);
         assert_eq!(c.rack_aware_assignment_tags, ["zone", "cluster"]);
         assert_eq!(c.limits.get_fuel(), None);
+        assert_eq!(c.limits.get_compile_timeout(), Duration::from_millis(2500));
         assert_eq!(c.originals()["my.assignor.knob"], "7");
         assert_eq!(c.base_dir, dir.path());
     }
@@ -422,6 +454,7 @@ mod tests {
         );
         assert!(err(&[(ASSIGNORS, " , ")]).contains("the list is empty"));
         assert!(err(&[(TIMEOUT_MS, "0")]).contains("must be at least 1"));
+        assert!(err(&[(COMPILE_TIMEOUT_MS, "0")]).contains("must be at least 1"));
         assert!(err(&[(FUEL, "lots")]).starts_with("group.streams.assignor.fuel="));
         let o = BrokerConfig::load(None, &["novalue".into()]).expect_err("override");
         assert_eq!(

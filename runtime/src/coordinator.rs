@@ -38,7 +38,6 @@ use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, TaskId, TaskSet,
     Topology,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, parse_list};
@@ -47,6 +46,8 @@ use crate::limits::{InputLimitError, Limits, cut};
 use crate::registry::Registry;
 use crate::store::{Store, StoreError, SyncToken};
 use crate::usage::Usage;
+
+mod records;
 
 /// Group config key selecting the assignor by name (KIP-1357).
 pub const ASSIGNOR_NAME: &str = "streams.assignor.name";
@@ -74,9 +75,6 @@ pub const DEFAULT_MAX_CAPTURE_BYTES: usize = 64 << 20;
 /// callers, and a message must stay small whatever they sent.
 const ECHO_BYTES: usize = 256;
 
-/// Version of the persisted group encoding; bumped on any change to [`GroupState`]. Version 2
-/// added the fuel of a failed call to [`Failure::error`]; version 1 is still read ([`v1`]).
-const FORMAT_VERSION: u32 = 2;
 /// Store keys of groups start with this.
 const GROUP_KEY_PREFIX: &str = "group/";
 /// Store keys of the captures of groups' last failed computations start with this.
@@ -260,7 +258,7 @@ impl CoordinatorError {
 }
 
 /// A group's dynamic config; `None` means "use the broker's value".
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupConfig {
     /// `streams.assignor.name`.
     pub assignor_name: Option<String>,
@@ -280,7 +278,7 @@ pub enum ConfigOp {
 }
 
 /// A committed target assignment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetAssignment {
     /// The group epoch it was computed for (Kafka's target assignment epoch).
     pub epoch: u32,
@@ -295,7 +293,7 @@ pub struct TargetAssignment {
 }
 
 /// The last failed computation of a group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// The assignor's error.
     pub error: TaskAssignorError,
@@ -309,8 +307,9 @@ pub struct Failure {
     pub retry_at: SystemTime,
 }
 
-/// Everything the coordinator keeps per group; persisted as one value.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Everything the coordinator keeps per group; persisted as one value, a record of
+/// [`records`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct GroupState {
     config: GroupConfig,
     group_epoch: u32,
@@ -354,8 +353,8 @@ pub struct AssignmentJob {
     group_epoch: u32,
     assignor: Assignor,
     /// The member ids, index-aligned with `spec.members`.
-    spec: GroupSpec,
-    topology: Topology,
+    spec: Arc<GroupSpec>,
+    topology: Arc<Topology>,
 }
 
 impl AssignmentJob {
@@ -385,7 +384,8 @@ impl AssignmentJob {
                 let outcome = Assignor::report(
                     c.name(),
                     &self.spec,
-                    c.assign_async(&self.spec, &self.topology).await,
+                    c.assign_async(Arc::clone(&self.spec), Arc::clone(&self.topology))
+                        .await,
                 );
                 CompletedJob { job: self, outcome }
             }
@@ -688,6 +688,41 @@ impl Coordinator {
         members: Vec<Member>,
     ) -> Result<u32, CoordinatorError> {
         let config = self.changed_config(group, changes)?;
+        self.replace_with(group, config, topology, members)
+    }
+
+    /// [`set_group`](Self::set_group) with the document's assignment configs as parsed,
+    /// typed: `Some` makes them the group's standby and rack-tag overrides (its assignor stays
+    /// as configured), `None` leaves its config as it is. The tags are checked against the
+    /// input limits with the rest of the group.
+    pub fn replace_group(
+        &mut self,
+        group: &str,
+        configs: Option<AssignmentConfigs>,
+        topology: Topology,
+        members: Vec<Member>,
+    ) -> Result<u32, CoordinatorError> {
+        let mut config = self
+            .groups
+            .get(group)
+            .map(|g| g.config.clone())
+            .unwrap_or_default();
+        if let Some(c) = configs {
+            config.num_standby_replicas = Some(c.num_standby_replicas);
+            config.rack_aware_assignment_tags = Some(c.rack_aware_assignment_tags);
+        }
+        self.replace_with(group, config, topology, members)
+    }
+
+    /// The change of [`set_group`](Self::set_group) and [`replace_group`](Self::replace_group)
+    /// once the group's new `config` is known.
+    fn replace_with(
+        &mut self,
+        group: &str,
+        config: GroupConfig,
+        topology: Topology,
+        members: Vec<Member>,
+    ) -> Result<u32, CoordinatorError> {
         let spec = GroupSpec {
             members,
             configs: self.resolve_configs(&config),
@@ -1021,8 +1056,8 @@ impl Coordinator {
             group_id: group.to_owned(),
             group_epoch: g.group_epoch,
             assignor,
-            spec: GroupSpec { members, configs },
-            topology: topology.clone(),
+            spec: Arc::new(GroupSpec { members, configs }),
+            topology: Arc::new(topology.clone()),
         }))
     }
 
@@ -1079,7 +1114,7 @@ impl Coordinator {
                 let old_failure = g.last_failure.take();
                 let written = self
                     .store
-                    .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &encode(g));
+                    .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &records::encode(g));
                 let token = match written {
                     Ok(token) => token,
                     Err(e) => {
@@ -1353,9 +1388,10 @@ impl Coordinator {
         if self.groups.get(group) == Some(&state) {
             return Ok((result, self.last_write));
         }
-        let token = self
-            .store
-            .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &encode(&state))?;
+        let token = self.store.put_unsynced(
+            &format!("{GROUP_KEY_PREFIX}{group}"),
+            &records::encode(&state),
+        )?;
         self.last_write = self.last_write.max(token);
         self.groups.insert(group.to_owned(), state);
         Ok((result, token))
@@ -1428,86 +1464,12 @@ fn remap(
     }
 }
 
-fn encode(state: &GroupState) -> Vec<u8> {
-    postcard::to_stdvec(&(FORMAT_VERSION, state)).expect("group state always serializes")
-}
-
+/// A stored group value as the coordinator's state (see [`records`]).
 fn decode(key: &str, bytes: &[u8]) -> Result<GroupState, CoordinatorError> {
-    let corrupt = |message: String| CoordinatorError::Corrupt {
+    records::decode(bytes).map_err(|message| CoordinatorError::Corrupt {
         key: key.to_owned(),
         message,
-    };
-    let (version, rest): (u32, &[u8]) =
-        postcard::take_from_bytes(bytes).map_err(|e| corrupt(e.to_string()))?;
-    match version {
-        FORMAT_VERSION => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
-        1 => postcard::from_bytes::<v1::GroupState>(rest)
-            .map(GroupState::from)
-            .map_err(|e| corrupt(e.to_string())),
-        _ => Err(corrupt(format!(
-            "format version {version}, this runtime reads versions 1 to {FORMAT_VERSION} (a \
-             newer runtime wrote it?)"
-        ))),
-    }
-}
-
-/// Version 1 of the group encoding, before failures carried fuel: read so that a data
-/// directory written by an older runtime still loads. A group is rewritten in the current
-/// version the next time it changes.
-mod v1 {
-    use std::collections::BTreeMap;
-    use std::time::SystemTime;
-
-    use assignor_sdk::{Member, Topology};
-    use serde::Deserialize;
-
-    use super::{GroupConfig, TargetAssignment};
-    use crate::error::{ErrorKind, TaskAssignorError};
-
-    #[derive(Deserialize)]
-    pub(super) struct GroupState {
-        config: GroupConfig,
-        group_epoch: u32,
-        topology: Option<Topology>,
-        members: BTreeMap<String, Member>,
-        target: Option<TargetAssignment>,
-        last_failure: Option<Failure>,
-    }
-
-    #[derive(Deserialize)]
-    struct Failure {
-        error: Error,
-        at: SystemTime,
-        group_epoch: u32,
-        consecutive: u32,
-        retry_at: SystemTime,
-    }
-
-    #[derive(Deserialize)]
-    struct Error {
-        assignor: String,
-        kind: ErrorKind,
-        message: String,
-    }
-
-    impl From<GroupState> for super::GroupState {
-        fn from(v1: GroupState) -> Self {
-            Self {
-                config: v1.config,
-                group_epoch: v1.group_epoch,
-                topology: v1.topology,
-                members: v1.members,
-                target: v1.target,
-                last_failure: v1.last_failure.map(|f| super::Failure {
-                    error: TaskAssignorError::new(f.error.assignor, f.error.kind, f.error.message),
-                    at: f.at,
-                    group_epoch: f.group_epoch,
-                    consecutive: f.consecutive,
-                    retry_at: f.retry_at,
-                }),
-            }
-        }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -1775,53 +1737,6 @@ mod tests {
         assert_eq!(
             retry_note(at),
             " (next retry no earlier than 2026-12-01T19:08:47Z)"
-        );
-    }
-
-    /// A group written by a version-1 runtime (a failure without fuel) still loads, with its
-    /// failure intact and no fuel.
-    #[test]
-    fn reads_version_1() {
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let retry_at = at + INITIAL_RETRY_BACKOFF;
-        // postcard encodes a struct as its fields in order, so tuples reproduce version 1.
-        let v1_failure = (
-            ("sticky", ErrorKind::Trap, "boom"),
-            at,
-            3u32,
-            2u32,
-            retry_at,
-        );
-        let bytes = postcard::to_stdvec(&(
-            1u32,
-            GroupConfig::default(),
-            3u32,
-            None::<Topology>,
-            BTreeMap::<String, Member>::new(),
-            None::<TargetAssignment>,
-            Some(v1_failure),
-        ))
-        .expect("serializes");
-        let state = decode("group/g", &bytes).expect("version 1 decodes");
-        assert_eq!(state.group_epoch, 3);
-        let failure = state.last_failure.as_ref().expect("the failure survives");
-        assert_eq!(
-            failure.error,
-            TaskAssignorError::new("sticky", ErrorKind::Trap, "boom")
-        );
-        assert_eq!((failure.consecutive, failure.retry_at), (2, retry_at));
-        let rewritten = decode("group/g", &encode(&state)).expect("version 2 decodes");
-        assert_eq!(rewritten, state);
-    }
-
-    /// A version this runtime does not know is refused with both versions named.
-    #[test]
-    fn refuses_unknown_versions() {
-        let bytes = postcard::to_stdvec(&(9u32, 0u8)).expect("serializes");
-        let err = decode("group/g", &bytes).expect_err("version 9 is unknown");
-        assert!(
-            err.to_string().contains("format version 9"),
-            "unexpected error: {err}"
         );
     }
 }

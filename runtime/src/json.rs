@@ -1,18 +1,19 @@
-//! The JSON contract (DESIGN §5): the group input `assignor assign` reads and the assignment,
-//! usage and error objects it prints. Input errors name the offending field by path.
+//! The JSON contract (DESIGN §5): the group input `assignor assign` reads, checked into the
+//! model; input errors name the offending field by path. The output document and the other
+//! shapes printed are the [`protocol`](crate::protocol)'s (re-exported here).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use assignor_sdk::{
-    AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, SourceTopic,
-    Subtopology, TaskId, TaskSet, Topology,
+    AssignmentConfigs, GroupSpec, Member, SourceTopic, Subtopology, TaskId, TaskSet, Topology,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::error::TaskAssignorError;
 use crate::limits::{Limits, cut};
-use crate::usage::Usage;
+pub use crate::protocol::document::{
+    AssignmentDoc, AssignmentView, MemberAssignmentDoc, assignment_doc,
+};
 
 /// Subtopology id → partitions, as in Kafka's per-member task maps.
 type TaskMap = BTreeMap<String, Vec<u32>>;
@@ -23,9 +24,18 @@ type OffsetMap = BTreeMap<String, BTreeMap<u32, i64>>;
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct InputDoc {
     topology: TopologyDoc,
-    #[serde(default)]
-    configs: ConfigsDoc,
+    /// `None` when the document has none (the group's configs are then its defaults); a
+    /// `null` is refused like any value that is not an object.
+    #[serde(default, deserialize_with = "present")]
+    configs: Option<ConfigsDoc>,
     members: Vec<MemberDoc>,
+}
+
+/// An optional field that, when present, must be a `T` (`null` included in what it refuses).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -115,14 +125,31 @@ pub fn parse_input(text: &str) -> Result<(GroupSpec, Topology), InputError> {
     parse_input_with(text, &Limits::default())
 }
 
-/// Parses and checks a group input document.
+/// Parses and checks a group input document; see [`parse_document_with`].
+pub fn parse_input_with(text: &str, limits: &Limits) -> Result<(GroupSpec, Topology), InputError> {
+    parse_document_with(text, limits).map(|d| (d.group, d.topology))
+}
+
+/// A parsed and checked group input document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDocument {
+    /// The members and configs (the defaults where the document has no `configs`).
+    pub group: GroupSpec,
+    /// The topology.
+    pub topology: Topology,
+    /// Whether the document has `configs`: a service replacing a group applies them only
+    /// then, so that a document without them leaves the group's own settings alone.
+    pub has_configs: bool,
+}
+
+/// Parses and checks a group input document, in one pass over the text.
 ///
 /// Beyond the JSON shape (unknown fields are errors), the document must be consistent: unique
 /// subtopology and member ids, and every task a member reports must exist in the topology.
 /// It must also be within `limits`' input limits (document size, members, subtopologies,
 /// partitions, tasks, id length), checked before anything is sized from its numbers; the
 /// work is linear in the document. Errors echo at most a few hundred bytes of it.
-pub fn parse_input_with(text: &str, limits: &Limits) -> Result<(GroupSpec, Topology), InputError> {
+pub fn parse_document_with(text: &str, limits: &Limits) -> Result<GroupDocument, InputError> {
     let max = limits.get_max_input_bytes();
     if text.len() > max {
         return Err(err(
@@ -267,11 +294,13 @@ pub fn parse_input_with(text: &str, limits: &Limits) -> Result<(GroupSpec, Topol
             task_end_offsets: offsets(format!("{path}.taskEndOffsets"), &m.task_end_offsets)?,
         });
     }
+    let has_configs = doc.configs.is_some();
+    let configs = doc.configs.unwrap_or_default();
     let group = GroupSpec {
         members,
         configs: AssignmentConfigs {
-            num_standby_replicas: doc.configs.num_standby_replicas,
-            rack_aware_assignment_tags: doc.configs.rack_aware_assignment_tags,
+            num_standby_replicas: configs.num_standby_replicas,
+            rack_aware_assignment_tags: configs.rack_aware_assignment_tags,
         },
     };
     let topology = Topology {
@@ -279,173 +308,17 @@ pub fn parse_input_with(text: &str, limits: &Limits) -> Result<(GroupSpec, Topol
         racks,
     };
     limits.check_group(&group, &topology).map_err(limit)?;
-    Ok((group, topology))
-}
-
-/// The output document: member id → its new tasks.
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct AssignmentDoc {
-    /// Every member of the input, even with nothing assigned.
-    pub members: BTreeMap<String, MemberAssignmentDoc>,
-}
-
-/// One member's new tasks: subtopology id → sorted partitions.
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberAssignmentDoc {
-    /// Active tasks.
-    pub active_tasks: TaskMap,
-    /// Standby tasks.
-    pub standby_tasks: TaskMap,
-}
-
-/// Renders an assignment of `group` as the output document (the JSON of [`AssignmentDoc`]).
-pub fn assignment_doc<'a>(
-    group: &'a GroupSpec,
-    topology: &'a Topology,
-    assignment: &'a GroupAssignment,
-) -> AssignmentView<'a> {
-    AssignmentView::new(
-        group
-            .members
-            .iter()
-            .map(|m| m.member_id.as_str())
-            .zip(&assignment.members),
+    Ok(GroupDocument {
+        group,
         topology,
-    )
-}
-
-/// An assignment serialized as the output document straight from the model: the same JSON as
-/// [`AssignmentDoc`] (members by id, subtopologies by id, partitions ascending) without
-/// building its maps, because the service answers one per assignment, thousands a second.
-#[derive(Debug)]
-pub struct AssignmentView<'a> {
-    /// Sorted by member id.
-    members: Vec<(&'a str, &'a MemberAssignment)>,
-    /// Subtopology indices in the order of their ids.
-    order: Vec<u32>,
-    topology: &'a Topology,
-}
-
-impl<'a> AssignmentView<'a> {
-    /// The document of `members` (id, tasks) over `topology`.
-    pub fn new(
-        members: impl IntoIterator<Item = (&'a str, &'a MemberAssignment)>,
-        topology: &'a Topology,
-    ) -> Self {
-        let mut members: Vec<_> = members.into_iter().collect();
-        members.sort_unstable_by_key(|&(id, _)| id);
-        let subtopologies = &topology.subtopologies;
-        let mut order: Vec<u32> = (0..subtopologies.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| subtopologies[i as usize].id.as_str());
-        Self {
-            members,
-            order,
-            topology,
-        }
-    }
-}
-
-impl Serialize for AssignmentView<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeStruct};
-
-        /// One member's tasks, as [`MemberAssignmentDoc`].
-        struct Member<'v>(&'v AssignmentView<'v>, &'v MemberAssignment);
-        /// Subtopology id → partitions of one task set, as [`TaskMap`].
-        struct Tasks<'v>(&'v AssignmentView<'v>, &'v TaskSet);
-        /// The member map.
-        struct Members<'v>(&'v AssignmentView<'v>);
-
-        impl Serialize for Tasks<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let Tasks(view, tasks) = *self;
-                // A task set is sorted by (subtopology index, partition), so each
-                // subtopology's tasks are one run of the slice, found by binary search.
-                let tasks = tasks.as_slice();
-                let mut map = serializer.serialize_map(None)?;
-                for &index in &view.order {
-                    let from = tasks.partition_point(|t| t.subtopology < index);
-                    let to = tasks.partition_point(|t| t.subtopology <= index);
-                    if from < to {
-                        let partitions: Vec<u32> =
-                            tasks[from..to].iter().map(|t| t.partition).collect();
-                        let id = &view.topology.subtopologies[index as usize].id;
-                        map.serialize_entry(id, &partitions)?;
-                    }
-                }
-                // Indices beyond the topology (never in a validated assignment) are listed
-                // under "?" rather than dropped.
-                let stray: Vec<u32> = tasks
-                    .iter()
-                    .filter(|t| t.subtopology as usize >= view.order.len())
-                    .map(|t| t.partition)
-                    .collect();
-                if !stray.is_empty() {
-                    map.serialize_entry("?", &stray)?;
-                }
-                map.end()
-            }
-        }
-
-        impl Serialize for Member<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let Member(view, assignment) = *self;
-                let mut doc = serializer.serialize_struct("MemberAssignmentDoc", 2)?;
-                doc.serialize_field("activeTasks", &Tasks(view, &assignment.active_tasks))?;
-                doc.serialize_field("standbyTasks", &Tasks(view, &assignment.standby_tasks))?;
-                doc.end()
-            }
-        }
-
-        impl Serialize for Members<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let view = self.0;
-                let mut map = serializer.serialize_map(Some(view.members.len()))?;
-                for &(id, assignment) in &view.members {
-                    map.serialize_entry(id, &Member(view, assignment))?;
-                }
-                map.end()
-            }
-        }
-
-        let mut doc = serializer.serialize_struct("AssignmentDoc", 1)?;
-        doc.serialize_field("members", &Members(self))?;
-        doc.end()
-    }
-}
-
-/// The usage object of `--json` output: what the call used, with the limits beside it.
-pub fn usage_json(usage: &Usage, limits: &Limits) -> serde_json::Value {
-    serde_json::json!({
-        "fuel": usage.fuel,
-        "peakMemoryBytes": usage.peak_memory_bytes,
-        "wallTimeUs": u64::try_from(usage.wall_time.as_micros()).unwrap_or(u64::MAX),
-        "inputBytes": usage.input_bytes,
-        "outputBytes": usage.output_bytes,
-        "limits": {
-            "fuel": limits.get_fuel(),
-            "memoryBytes": limits.get_memory_bytes(),
-            "timeoutMs": u64::try_from(limits.get_timeout().as_millis()).unwrap_or(u64::MAX),
-            "maxOutputBytes": limits.get_max_output_bytes(),
-        },
-    })
-}
-
-/// The `{"error": {kind, assignor, message}}` object.
-pub fn error_json(error: &TaskAssignorError) -> serde_json::Value {
-    serde_json::json!({
-        "error": {
-            "kind": error.kind.as_str(),
-            "assignor": error.assignor,
-            "message": error.message,
-            "fuel": error.fuel,
-        }
+        has_configs,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use assignor_sdk::GroupAssignment;
+
     use super::*;
 
     fn parse(text: &str) -> Result<(GroupSpec, Topology), InputError> {
@@ -574,12 +447,31 @@ mod tests {
                 ".",
                 "missing field `topology`",
             ),
+            (
+                r#"{"topology":{"subtopologies":[]},"configs":null,"members":[]}"#.to_owned(),
+                "configs",
+                "invalid type: null",
+            ),
         ];
         for (text, path, message) in cases {
             let e = parse(&text).expect_err(&text);
             assert_eq!(e.path, path, "{e}");
             assert!(e.message.contains(message), "{e}");
         }
+    }
+
+    /// One parse tells whether the document has `configs`, and gives them typed.
+    #[test]
+    fn documents_say_whether_they_have_configs() {
+        let limits = Limits::default();
+        let with =
+            parse_document_with(include_str!("../demo/group.json"), &limits).expect("parses");
+        assert!(with.has_configs);
+        assert_eq!(with.group.configs.rack_aware_assignment_tags, ["zone"]);
+        let without = r#"{"topology":{"subtopologies":[]},"members":[]}"#;
+        let without = parse_document_with(without, &limits).expect("parses");
+        assert!(!without.has_configs);
+        assert_eq!(without.group.configs, AssignmentConfigs::default());
     }
 
     /// Every input member appears in the output document, even with nothing assigned, with

@@ -1,5 +1,23 @@
 //! The [`Runtime`]: one wasmtime `Engine` configured for sandboxed assignors, the WASI linker,
 //! the epoch ticker behind wall-clock deadlines, and the compiled-component cache.
+//!
+//! Loading bounds compilation three ways:
+//!
+//! - Before compiling, the component's size and its code (each function body, all of them
+//!   together) are checked against `max.component.bytes`, `max.function.bytes` and
+//!   `max.code.bytes`. These bound a compile's input, not its time: within them, 4 MiB of
+//!   `call_indirect` still takes 390 s.
+//! - In time, when the runtime compiles out of process ([`RuntimeBuilder::compiler`], which
+//!   the `assignor` command always does): the compile runs in a child process that is killed
+//!   at `compile.timeout.ms`, so its cores are free at once (see `compiler`). A runtime
+//!   without a compiler program compiles on the calling thread, which nothing can stop: only
+//!   the size checks bound it there.
+//! - After compiling, and for an artifact read back from the on-disk cache, the compiled code
+//!   is checked against `max.compiled.bytes` before it is cached or used (a child's answer is
+//!   read only up to it), since wasmtime offers no limit on what a compilation produces.
+//!
+//! A component in the cache (in memory, or on disk for [`RuntimeBuilder::cache_dir`]) is
+//! never compiled again, in process or out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +30,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 use crate::boundary::AssignorPre;
 use crate::cache::{self, ArtifactCache};
+use crate::compiler;
 use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::{self, Limits};
@@ -49,6 +68,8 @@ pub(crate) struct Inner {
     linker: Linker<CallState>,
     pub(crate) limits: Limits,
     cache: ArtifactCache,
+    /// The program that compiles components in a child process; `None` compiles in process.
+    compiler: Option<PathBuf>,
     _ticker: EpochTicker,
 }
 
@@ -56,63 +77,139 @@ impl Runtime {
     /// A runtime whose calls run under `limits` (the wasm stack limit is fixed here, for the
     /// engine's lifetime). Fails only if wasmtime rejects the engine configuration.
     pub fn new(limits: Limits) -> wasmtime::Result<Self> {
-        Self::build(limits, None)
+        Self::builder(limits).build()
     }
 
-    /// Like [`Runtime::new`], but compiled components are also cached in `dir`, so a restart
-    /// loads them without recompiling. The directory must be private to the runtime: its
-    /// files are loaded as trusted native code.
+    /// Like [`Runtime::new`], but compiled components are also cached in `dir`; see
+    /// [`RuntimeBuilder::cache_dir`].
     pub fn with_cache_dir(limits: Limits, dir: impl Into<PathBuf>) -> wasmtime::Result<Self> {
-        Self::build(limits, Some(dir.into()))
+        Self::builder(limits).cache_dir(dir).build()
     }
 
-    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> wasmtime::Result<Self> {
-        let mut config = Config::new();
-        // A pool of pre-reserved instance slots: a fresh instance per call then costs no
-        // mmap/munmap, and keeping the first pages of each slot's memory resident (zeroed
-        // instead of released) saves re-faulting them on the next call. Where the kernel has
-        // PAGEMAP_SCAN (Linux 6.7+), only the pages a call dirtied are zeroed; otherwise the
-        // whole resident prefix is, which was a third of a tiny call's cost.
-        let calls = limits.get_max_concurrent_calls();
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(calls)
-            .total_memories(calls)
-            .total_stacks(calls)
-            .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-            .total_tables(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-            .max_memory_size(limits.get_memory_bytes())
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES)
-            .pagemap_scan(Enabled::Auto);
-        config
-            .wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .max_wasm_stack(limits.get_wasm_stack_bytes())
-            // Calls run on fibers (see `ComponentAssignor::assign_async`): the wasm stack plus
-            // room for the host functions and the lifting and lowering that run on it.
-            .async_stack_size(
-                limits
-                    .get_wasm_stack_bytes()
-                    .saturating_add(HOST_STACK_BYTES),
-            )
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config)?;
+    /// A builder of a runtime under `limits`, for the options beyond them: an on-disk cache,
+    /// compiling out of process.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use assignor_runtime::{Limits, Runtime};
+    ///
+    /// # fn main() -> anyhow::Result<()> {
+    /// // Compiles in a child process running the `assignor` binary, killed after 5 s.
+    /// let runtime = Runtime::builder(Limits::default().compile_timeout(Duration::from_secs(5)))
+    ///     .compiler("/usr/local/bin/assignor")
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(limits: Limits) -> RuntimeBuilder {
+        RuntimeBuilder {
+            limits,
+            cache_dir: None,
+            compiler: None,
+        }
+    }
+}
+
+/// Builds a [`Runtime`]: see [`Runtime::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RuntimeBuilder {
+    limits: Limits,
+    cache_dir: Option<PathBuf>,
+    compiler: Option<PathBuf>,
+}
+
+impl RuntimeBuilder {
+    /// Also caches compiled components in `dir`, so a restart loads them without compiling.
+    /// The directory must be private to the runtime: its files are loaded as trusted native
+    /// code. Default: memory only.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Compiles components in a child process running `program`, killed (and reaped) when
+    /// it takes longer than [`Limits::compile_timeout`], so that a component that would
+    /// compile for minutes costs no more than that limit of CPU: Cranelift cannot be
+    /// interrupted, and a compile on a thread of this process cannot be stopped.
+    ///
+    /// `program` must be the `assignor` binary of this very version (it answers with
+    /// `assignor compile-component`); the `assignor` command names itself
+    /// ([`std::env::current_exe`]). It is trusted as the runtime itself is: what it answers is
+    /// loaded as native code, after wasmtime's check that it was compiled for this engine.
+    /// Starting it and handing the compiled code back adds ~16 ms to a compile (measured for
+    /// a tiny component; for the sample assignors, whose compiles take 0.4–1.4 s, it is within
+    /// the noise); a cached component is never compiled again.
+    ///
+    /// Default: none, compiling in process on the loading thread, where only the code limits
+    /// ([`Limits::max_function_bytes`], [`Limits::max_code_bytes`]) bound a compilation and
+    /// the compile time limit does not apply: for an embedder without the `assignor` binary.
+    pub fn compiler(mut self, program: impl Into<PathBuf>) -> Self {
+        self.compiler = Some(program.into());
+        self
+    }
+
+    /// The runtime. Fails only if wasmtime rejects the engine configuration.
+    pub fn build(self) -> wasmtime::Result<Runtime> {
+        let Self {
+            limits,
+            cache_dir,
+            compiler,
+        } = self;
+        let engine = Engine::new(&engine_config(&limits))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasi::add_to_linker(&mut linker)?;
         let cache = ArtifactCache::new(&engine, cache_dir);
         let ticker = EpochTicker::start(engine.clone());
-        Ok(Self {
+        Ok(Runtime {
             inner: Arc::new(Inner {
                 engine,
                 linker,
                 limits,
                 cache,
+                compiler,
                 _ticker: ticker,
             }),
         })
     }
+}
 
+/// The engine configuration `limits` make: the parent's and the compiler child's alike, so an
+/// artifact compiled by one is loadable by the other.
+pub(crate) fn engine_config(limits: &Limits) -> Config {
+    let mut config = Config::new();
+    // A pool of pre-reserved instance slots: a fresh instance per call then costs no
+    // mmap/munmap, and keeping the first pages of each slot's memory resident (zeroed
+    // instead of released) saves re-faulting them on the next call. Where the kernel has
+    // PAGEMAP_SCAN (Linux 6.7+), only the pages a call dirtied are zeroed; otherwise the
+    // whole resident prefix is, which was a third of a tiny call's cost.
+    let calls = limits.get_max_concurrent_calls();
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(calls)
+        .total_memories(calls)
+        .total_stacks(calls)
+        .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+        .total_tables(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+        .max_memory_size(limits.get_memory_bytes())
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES)
+        .pagemap_scan(Enabled::Auto);
+    config
+        .wasm_component_model(true)
+        .consume_fuel(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(limits.get_wasm_stack_bytes())
+        // Calls run on fibers (see `ComponentAssignor::assign_async`): the wasm stack plus
+        // room for the host functions and the lifting and lowering that run on it.
+        .async_stack_size(
+            limits
+                .get_wasm_stack_bytes()
+                .saturating_add(HOST_STACK_BYTES),
+        )
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
+impl Runtime {
     /// The limits every call runs under.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
@@ -155,12 +252,27 @@ impl Runtime {
         check_header(bytes).map_err(fail)?;
         check_code(bytes, &inner.limits).map_err(fail)?;
         let hash = cache::content_hash(bytes);
+        let max_compiled = inner.limits.get_max_compiled_bytes();
         let component = inner
             .cache
             .get_or_compile(&inner.engine, &hash, || {
-                Component::new(&inner.engine, bytes)
+                let component = match &inner.compiler {
+                    Some(program) => {
+                        compiler::compile(program, &inner.limits, &inner.engine, bytes)?
+                    }
+                    None => Component::new(&inner.engine, bytes)?,
+                };
+                // Checked here too, so that code over the limit is never cached.
+                check_compiled(&component, max_compiled)?;
+                Ok(component)
             })
-            .map_err(|e| fail(format!("not a valid component: {e:#}")))?;
+            .map_err(|e| match e.downcast::<Refusal>() {
+                Ok(refusal) => fail(refusal.0),
+                Err(e) => fail(format!("not a valid component: {e:#}")),
+            })?;
+        // A component from the on-disk cache is checked as a compiled one is: the stored file
+        // is input like any other, and may have been compiled under a higher limit.
+        check_compiled(&component, max_compiled).map_err(|e| fail(e.0))?;
         check_imports_and_exports(&inner.engine, &component).map_err(fail)?;
         let pre = inner
             .linker
@@ -270,6 +382,31 @@ fn check_code(bytes: &[u8], limits: &Limits) -> Result<(), String> {
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// A compile refused for a limit (compiled code over [`Limits::max_compiled_bytes`], a compile
+/// over [`Limits::compile_timeout`]) or a compiler that failed: the whole message of the
+/// `load` error, where any other compile error is the component's own.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Refusal(pub(crate) String);
+
+/// Refuses a compiled component whose native image (what is kept in memory and written to
+/// the on-disk cache) is over `max` bytes. The image is already mapped, so measuring it is
+/// free; wasmtime offers no way to stop a compilation at a size, so this is checked after it.
+fn check_compiled(component: &Component, max: usize) -> Result<(), Refusal> {
+    let image = component.image_range();
+    let len = image.end.addr() - image.start.addr();
+    if len > max {
+        return Err(Refusal(format!(
+            "its compiled code is {}, over the {} limit (max.compiled.bytes); make the \
+             assignor smaller (a release build, less generic or inlined code), or raise the \
+             limit",
+            limits::bytes(len as u64),
+            limits::bytes(max as u64)
+        )));
     }
     Ok(())
 }

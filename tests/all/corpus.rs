@@ -402,11 +402,10 @@ const EXPENSIVE_FUNCTIONS: usize = 4;
 /// Bytes of each function body in [`expensive_component`].
 const EXPENSIVE_BODY_BYTES: usize = 6 << 20;
 
-/// Writes a component holding one core module of [`EXPENSIVE_FUNCTIONS`] functions of
-/// straight-line code, [`EXPENSIVE_BODY_BYTES`] each: `x = x * p + k` over and over, which
-/// the compiler can neither fold nor skip (issue 14's such component compiled for 30 s+ in
-/// 630 MB).
-fn expensive_component(dir: &Path) -> PathBuf {
+/// A component holding one core module of `functions` functions of straight-line code, about
+/// `body_bytes` each: `x = x * p + k` over and over, which the compiler can neither fold nor
+/// skip.
+pub fn straight_line_component(functions: usize, body_bytes: usize) -> Vec<u8> {
     use wasm_encoder::{
         CodeSection, Component, Function, FunctionSection, Instruction, Module, ModuleSection,
         TypeSection, ValType,
@@ -414,15 +413,15 @@ fn expensive_component(dir: &Path) -> PathBuf {
 
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32], [ValType::I32]);
-    let mut functions = FunctionSection::new();
+    let mut function_section = FunctionSection::new();
     let mut code = CodeSection::new();
-    for _ in 0..EXPENSIVE_FUNCTIONS {
-        functions.function(0);
+    for _ in 0..functions {
+        function_section.function(0);
         let mut body = Function::new([(1, ValType::I32)]);
         // One step, 10 bytes: local.get 1, local.get 0, i32.mul, i32.const k, i32.add,
         // local.set 1; k (1 to 63, a one-byte LEB) varies so that neighbouring steps differ.
-        let mut steps = Vec::with_capacity(EXPENSIVE_BODY_BYTES);
-        for i in 0..EXPENSIVE_BODY_BYTES / 10 {
+        let mut steps = Vec::with_capacity(body_bytes);
+        for i in 0..body_bytes / 10 {
             let k = (i % 63) as u8 + 1;
             steps.extend_from_slice(&[0x20, 1, 0x20, 0, 0x6c, 0x41, k, 0x6a, 0x21, 1]);
         }
@@ -432,10 +431,79 @@ fn expensive_component(dir: &Path) -> PathBuf {
         code.function(&body);
     }
     let mut module = Module::new();
-    module.section(&types).section(&functions).section(&code);
+    module
+        .section(&types)
+        .section(&function_section)
+        .section(&code);
     let mut component = Component::new();
     component.section(&ModuleSection(&module));
-    let bytes = component.finish();
+    component.finish()
+}
+
+/// A component holding one core module of `functions` functions (at most 64) of about
+/// `body_bytes` each, every one a chain of `call_indirect`s through a table of all of them:
+/// `x = table[k](x)` over and over. Each indirect call is a bounds check, a signature check
+/// and a call that Cranelift lowers separately, so this is the costliest code per byte
+/// found: one function of 256 KiB takes 11 s of CPU to compile, so 16 of them (the default
+/// code limits) take minutes (issue 14 measured 390 s for such code on a loaded 2-core
+/// machine), against ~4 s for as much straight-line code.
+pub fn call_indirect_component(functions: usize, body_bytes: usize) -> Vec<u8> {
+    use wasm_encoder::{
+        CodeSection, Component, ConstExpr, ElementSection, Elements, Function, FunctionSection,
+        Instruction, Module, ModuleSection, RefType, TableSection, TableType, TypeSection, ValType,
+    };
+
+    assert!(functions <= 64, "table indices must fit a one-byte LEB");
+    let mut types = TypeSection::new();
+    types.ty().function([ValType::I32], [ValType::I32]);
+    let mut function_section = FunctionSection::new();
+    let mut table = TableSection::new();
+    table.table(TableType {
+        element_type: RefType::FUNCREF,
+        table64: false,
+        minimum: functions as u64,
+        maximum: Some(functions as u64),
+        shared: false,
+    });
+    let indices: Vec<u32> = (0..functions as u32).collect();
+    let mut elements = ElementSection::new();
+    elements.active(
+        Some(0),
+        &ConstExpr::i32_const(0),
+        Elements::Functions(indices.into()),
+    );
+    let mut code = CodeSection::new();
+    for _ in 0..functions {
+        function_section.function(0);
+        let mut body = Function::new([(1, ValType::I32)]);
+        // One step, 9 bytes: local.get 1, i32.const k, call_indirect (type 0) (table 0),
+        // local.set 1; k cycles through the table so that neighbouring calls differ.
+        let mut steps = Vec::with_capacity(body_bytes);
+        for i in 0..body_bytes / 9 {
+            let k = (i % functions) as u8;
+            steps.extend_from_slice(&[0x20, 1, 0x41, k, 0x11, 0, 0, 0x21, 1]);
+        }
+        body.raw(steps);
+        body.instruction(&Instruction::LocalGet(1));
+        body.instruction(&Instruction::End);
+        code.function(&body);
+    }
+    let mut module = Module::new();
+    module
+        .section(&types)
+        .section(&function_section)
+        .section(&table)
+        .section(&elements)
+        .section(&code);
+    let mut component = Component::new();
+    component.section(&ModuleSection(&module));
+    component.finish()
+}
+
+/// Writes a [`straight_line_component`] of [`EXPENSIVE_FUNCTIONS`] functions of
+/// [`EXPENSIVE_BODY_BYTES`] each (issue 14's such component compiled for 30 s+ in 630 MB).
+fn expensive_component(dir: &Path) -> PathBuf {
+    let bytes = straight_line_component(EXPENSIVE_FUNCTIONS, EXPENSIVE_BODY_BYTES);
     assert!(
         bytes.len() < DEFAULT_MAX_COMPONENT_BYTES,
         "the expensive component must pass the size check"
@@ -515,6 +583,25 @@ pub const STDOUT_FLOOD: Row = Row {
     // The kind shows that fuel, not the deadline, ended it; the host's copying makes a unit
     // of this fuel slower than one of pure compute (2.5 s here for the default fuel).
     within: DEFAULT_TIMEOUT,
+};
+
+/// `poll-flood`: `poll` on 4,000 ready pollables, forever; the fuel charged per pollable
+/// must end it as out-of-fuel (not at the deadline), naming what was charged.
+pub const POLL_FLOOD: Row = Row {
+    subject: Subject::Guest(guests::POLL_FLOOD),
+    input: example_json,
+    timeout: None,
+    expect: Expect::Fails(&[ErrorKind::OutOfFuel]),
+    message: |m| {
+        mentions(m, &["fuel", "per pollable", "wasi:io/poll.poll"]);
+        assert!(
+            states_a_quantity(m),
+            "the message should name the limit: {}",
+            shown(m)
+        );
+    },
+    // Fuel, not the deadline, must end it: well within the default 5 s.
+    within: Duration::from_secs(2),
 };
 
 /// `output-flood`: 200,000 entries alternating between two members; the host must find the

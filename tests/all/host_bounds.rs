@@ -4,6 +4,11 @@
 //! runtime serves the next call. (The hostile guests' rows are in `hostile`; the same rows
 //! through the command in `hostile_cli`.)
 
+use std::collections::BTreeMap;
+
+use assignor_runtime::{DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, Limits};
+
+use crate::common::runtime;
 use crate::corpus::{self, through_library};
 
 /// A component whose code is expensive to compile (24 MiB of straight-line code, under the
@@ -11,6 +16,23 @@ use crate::corpus::{self, through_library};
 #[test]
 fn expensive_compile_is_refused_before_compiling() {
     through_library(&corpus::EXPENSIVE_COMPILE);
+}
+
+/// A component at the code limits (16 functions of just under 256 KiB, 4 MiB of code) fits
+/// the default compiled-code limit: it is refused only for not being an assignor.
+#[test]
+fn code_at_the_code_limits_fits_the_compiled_limit() {
+    let bytes = corpus::straight_line_component(
+        DEFAULT_MAX_CODE_BYTES / DEFAULT_MAX_FUNCTION_BYTES,
+        DEFAULT_MAX_FUNCTION_BYTES - 64,
+    );
+    let error = runtime(Limits::default())
+        .load(&bytes, "limits.wasm", &BTreeMap::new())
+        .expect_err("it exports nothing");
+    assert!(
+        error.message.contains("not an assignor"),
+        "compiled within the limits, refused for its exports only: {error}"
+    );
 }
 
 /// A 1 GiB file given as a component is refused by its size, naming the limit, without

@@ -219,6 +219,33 @@ fn stdout_flood_runs_out_of_fuel() {
     through_library(&corpus::STDOUT_FLOOD);
 }
 
+/// A guest polling 4,000 ready pollables in a loop runs out of fuel (pollables are charged
+/// before the host polls them), well before its deadline and in bounded memory.
+#[test]
+fn poll_flood_runs_out_of_fuel() {
+    through_library(&corpus::POLL_FLOOD);
+}
+
+/// A host call passed more than the 64 KiB of arguments the host lifts for one call (20,000
+/// pollables to `poll`) fails as a trap naming that cap, not as an oversized output.
+#[test]
+fn host_call_arguments_over_the_cap_name_the_cap() {
+    let runtime = runtime(Limits::default());
+    let assignor = load(&runtime, guests::POLL_FLOOD, &[("pollables", "20000")]);
+    let (group, topology) = example();
+    let error = assignor
+        .assign(&group, &topology)
+        .expect_err("the call's arguments are over the cap");
+    assert_eq!(error.kind, ErrorKind::Trap, "{error}");
+    assert!(
+        error
+            .message
+            .contains("passed more than 64 KiB to one host call"),
+        "{error}"
+    );
+    next_call_succeeds(&runtime);
+}
+
 /// 200,000 output entries alternating between two members are rejected as invalid in under
 /// a second: lifting and validation are linear in the output.
 #[test]

@@ -29,6 +29,12 @@ fn stdout_flood_runs_out_of_fuel() {
     through_cli(&corpus::STDOUT_FLOOD);
 }
 
+/// `poll-flood` runs out of fuel, charged per pollable, well before its deadline.
+#[test]
+fn poll_flood_runs_out_of_fuel() {
+    through_cli(&corpus::POLL_FLOOD);
+}
+
 /// `output-flood` is rejected as invalid output in about a second at most.
 #[test]
 fn output_flood_is_rejected_in_linear_time() {

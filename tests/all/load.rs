@@ -93,6 +93,44 @@ fn compiled_components_are_cached_on_disk() {
     assert_eq!(b.name(), "balanced");
 }
 
+/// Compiled code over `max.compiled.bytes` is refused at load, naming the limit, the size and
+/// what to do, and is not cached; the default limit accepts every sample assignor.
+#[test]
+fn compiled_code_over_the_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let low = Limits::default().max_compiled_bytes(64 << 10);
+    let low = Runtime::with_cache_dir(low, dir.path()).expect("runtime");
+    let defaults = runtime(Limits::default());
+    for sample in [guests::BALANCED, guests::STICKY, guests::RACK_AWARE] {
+        let error = try_load(&low, sample, &[]).expect_err("over 64 KiB of compiled code");
+        assert_eq!(error.kind, ErrorKind::Load, "{error}");
+        for needle in [
+            "its compiled code is ",
+            "over the 64 KiB limit (max.compiled.bytes)",
+            "raise the limit",
+        ] {
+            assert!(error.message.contains(needle), "{needle:?}: {error}");
+        }
+        try_load(&defaults, sample, &[]).expect("the default limit accepts a sample");
+    }
+    let cached = std::fs::read_dir(dir.path()).expect("cache dir").count();
+    assert_eq!(cached, 0, "code over the limit is never cached");
+}
+
+/// A compiled component read back from the on-disk cache is held to the compiled-code limit
+/// as a fresh compilation is: a stored file is input too.
+#[test]
+fn cached_code_over_the_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = Runtime::with_cache_dir(Limits::default(), dir.path()).expect("runtime");
+    try_load(&first, guests::BALANCED, &[]).expect("loads, and is cached");
+    let low = Limits::default().max_compiled_bytes(64 << 10);
+    let second = Runtime::with_cache_dir(low, dir.path()).expect("runtime");
+    let error = try_load(&second, guests::BALANCED, &[]).expect_err("over the lower limit");
+    assert_eq!(error.kind, ErrorKind::Load, "{error}");
+    assert!(error.message.contains("max.compiled.bytes"), "{error}");
+}
+
 /// A `name()` that cannot be selected in a config (whitespace) is refused at load.
 #[test]
 fn unusable_name_is_refused() {

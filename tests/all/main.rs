@@ -2,9 +2,11 @@
 //! per topic, all against real components built from `tests/guests/` and
 //! `sample-assignors/` by the build script.
 
+mod cache;
 mod check;
 mod client;
 mod common;
+mod compile_limit;
 mod coordinator;
 mod corpus;
 mod determinism;
@@ -14,6 +16,8 @@ mod hostile;
 mod hostile_cli;
 mod invalid_output;
 mod load;
+mod old_data;
+mod polyglot;
 mod rack_aware;
 mod registry;
 mod service;
@@ -24,3 +28,4 @@ mod service_observability;
 mod service_restart;
 mod sticky;
 mod store;
+mod wire;

@@ -61,9 +61,10 @@ enum Through {
 
 /// Every row of the corpus, and how it is sent. Rows of one deadline are together: tenant A's
 /// deadline is changed (by the admin) only between them.
-const ROWS: [(Through, Row); 15] = [
+const ROWS: [(Through, Row); 16] = [
     (Through::Call, corpus::SLEEPER),
     (Through::Call, corpus::POLL_FOREVER),
+    (Through::Call, corpus::POLL_FLOOD),
     (Through::Call, corpus::RANDOM_FLOOD),
     (Through::Call, corpus::STDOUT_FLOOD),
     (Through::Call, corpus::OUTPUT_FLOOD),
@@ -497,17 +498,31 @@ const HOSTILE_TIMEOUT_MS: u64 = 500;
 /// The hostile tenants' fuel: 2% of the default, so that the spinning guests end in tens of
 /// milliseconds.
 const HOSTILE_FUEL: u64 = 20_000_000;
-/// The hostile guests, in turn, with the kinds each may end in under the limits above.
+/// The hostile guests, in turn, with the kinds each may end in under the limits above. A
+/// guest that computes long enough to move to the lowest-priority threads (see
+/// `assignor_runtime::FOREGROUND_TIME`) may reach its deadline before its fuel runs out when
+/// the machine is busy with other work: that is the design (the long call waits), so
+/// `timeout` is allowed for every guest that computes.
 const HOSTILE: [(&str, &[&str]); 6] = [
-    (guests::ENDLESS_LOOP, &["out-of-fuel"]),
+    (guests::ENDLESS_LOOP, &["out-of-fuel", "timeout"]),
     (guests::SLEEPER, &["timeout"]),
-    (guests::STDOUT_FLOOD, &["out-of-fuel"]),
-    (guests::HUGE_ERROR, &["invalid-output", "out-of-fuel"]),
+    (guests::STDOUT_FLOOD, &["out-of-fuel", "timeout"]),
+    (
+        guests::HUGE_ERROR,
+        &["invalid-output", "out-of-fuel", "timeout"],
+    ),
     (guests::PANICS, &["trap"]),
-    (guests::OUTPUT_FLOOD, &["invalid-output", "out-of-fuel"]),
+    (
+        guests::OUTPUT_FLOOD,
+        &["invalid-output", "out-of-fuel", "timeout"],
+    ),
 ];
 /// Tenant C's samples, alone and under the hostile load alike.
 const SAMPLES: usize = 300;
+/// The samples are taken in this many windows, alone and under load in turn, so that whatever
+/// else slows the machine down (another process's disk writes stall an `fdatasync` for
+/// hundreds of milliseconds on a shared machine) falls on both alike.
+const WINDOWS: usize = 6;
 /// Pause after each of C's samples, alone and under load alike: spreads the samples under
 /// load over half the hostile calls' time (~30 s here) rather than their first second.
 const SAMPLE_GAP: Duration = Duration::from_millis(50);
@@ -539,11 +554,17 @@ const MAX_RSS_END_RISE: u64 = 64_000_000;
 /// compacted from 4 MiB on.
 const MAX_HOSTILE_DATA_BYTES: u64 = 32 << 20;
 
-/// Tenant C's latencies, [`SAMPLES`] of each: its trigger of a new group epoch (the PUT
-/// before it untimed) with the built-in sticky, and `/health`.
-fn sample_c(c: &Client) -> (Vec<Duration>, Vec<Duration>) {
-    let (mut assign, mut health) = (Vec::new(), Vec::new());
-    for n in 0..SAMPLES {
+/// C's latencies: its trigger of a new group epoch (the PUT before it untimed) with the
+/// built-in sticky, and `/health`, appended to `assign` and `health`; `count` of each, from
+/// sample `from` on (each sample a new epoch).
+fn sample_c(
+    c: &Client,
+    from: usize,
+    count: usize,
+    assign: &mut Vec<Duration>,
+    health: &mut Vec<Duration>,
+) {
+    for n in from..from + count {
         let (status, body) = c.put(&at(STEADY), steady_doc(n as u128).as_bytes());
         assert_eq!(status, 200, "C's group: {body}");
         let start = Instant::now();
@@ -556,15 +577,15 @@ fn sample_c(c: &Client) -> (Vec<Duration>, Vec<Duration>) {
         assert_eq!(status, 200, "/health: {body}");
         thread::sleep(SAMPLE_GAP);
     }
-    assign.sort();
-    health.sort();
-    (assign, health)
 }
 
-/// What the hostile threads share: the calls done, and the highest RSS and data directory
-/// size of the service sampled while they run.
+/// What the hostile threads share: the calls done and in flight, whether they are to pause
+/// (while C is measured alone), and the highest RSS and data directory size of the service
+/// sampled while they run.
 struct Gauges<'a> {
     done: AtomicUsize,
+    in_flight: AtomicUsize,
+    paused: AtomicBool,
     rss: AtomicU64,
     data: AtomicU64,
     pid: u32,
@@ -584,13 +605,18 @@ fn hostile(
     let start = Instant::now();
     let mut kinds = BTreeMap::new();
     for n in 0..calls {
+        while gauges.paused.load(Ordering::SeqCst) && start.elapsed() < HOSTILE_TIME {
+            thread::sleep(Duration::from_millis(5));
+        }
         if start.elapsed() > HOSTILE_TIME {
             break;
         }
+        gauges.in_flight.fetch_add(1, Ordering::SeqCst);
         let group = format!("h{thread}-{}", n % HOSTILE_GROUPS);
         let (path, allowed) = HOSTILE[(n + thread) % HOSTILE.len()];
         let name = guest_name(path);
         let (status, answer, _) = trigger(client, &group, GROUP_DOC, name);
+        gauges.in_flight.fetch_sub(1, Ordering::SeqCst);
         let kind = answer["error"]["kind"].as_str().unwrap_or_default();
         assert_eq!(status, 500, "{name} fails: {}", shown(&answer.to_string()));
         assert_eq!(answer["error"]["backedOff"], false, "it ran: {answer}");
@@ -620,7 +646,8 @@ fn figures(sorted: &[Duration], alone: &[Duration]) -> (Duration, Duration, f64)
 /// 2% of the default fuel) all end as typed failures, while the service's RSS rises less
 /// than 300 MB and ends within 64 MB of its start, and its data directory stays under
 /// 32 MiB; tenant C's assignment latency and `/health`'s, measured on the same number of
-/// requests alone and then under that load, keep a p50 within 3x of alone and a p99 under
+/// requests alone and under that load, in six windows of each in turn (the hostile threads
+/// paused for the windows alone), keep a p50 within 3x of alone and a p99 under
 /// 250 ms and 100 ms (figures printed, the 2x p99 goal of issue 14 reported as met or not).
 /// The test ends within 120 s.
 #[test]
@@ -648,16 +675,20 @@ fn hostile_calls_leave_a_third_tenant_responsive() {
     let rss_start = watch::rss_bytes(pid).expect("the service runs");
     let data_start = dir_bytes(dir.path());
 
-    let (alone, alone_health) = sample_c(&c);
     let gauges = Gauges {
         done: AtomicUsize::new(0),
+        in_flight: AtomicUsize::new(0),
+        paused: AtomicBool::new(true),
         rss: AtomicU64::new(rss_start),
         data: AtomicU64::new(data_start),
         pid,
         data_dir: dir.path(),
     };
     let hostile_began = Instant::now();
-    let ((loaded, loaded_health), during, kinds) = thread::scope(|scope| {
+    let per_window = SAMPLES / WINDOWS;
+    let (mut alone, mut alone_health) = (Vec::new(), Vec::new());
+    let (mut loaded, mut loaded_health) = (Vec::new(), Vec::new());
+    let (during, kinds) = thread::scope(|scope| {
         let workers: Vec<_> = (0..HOSTILE_THREADS)
             .map(|w| {
                 let token = if w % 2 == 0 { TOKEN_A } else { TOKEN_B };
@@ -666,13 +697,28 @@ fn hostile_calls_leave_a_third_tenant_responsive() {
                 scope.spawn(move || hostile(&client, w, HOSTILE_CALLS / HOSTILE_THREADS, gauges))
             })
             .collect();
-        // Measured from when every thread's first call has ended: the load is on.
-        while gauges.done.load(Ordering::SeqCst) < HOSTILE_THREADS
-            && hostile_began.elapsed() < HOSTILE_TIME
-        {
-            thread::sleep(Duration::from_millis(5));
+        let waiting = |until: &dyn Fn() -> bool| {
+            while !until() && hostile_began.elapsed() < HOSTILE_TIME {
+                thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for window in 0..WINDOWS {
+            // Alone: the hostile threads paused, and the calls they had in flight ended.
+            gauges.paused.store(true, Ordering::SeqCst);
+            waiting(&|| gauges.in_flight.load(Ordering::SeqCst) == 0);
+            let first = 2 * window * per_window;
+            sample_c(&c, first, per_window, &mut alone, &mut alone_health);
+            // Under load: from when every hostile thread has a call in flight again.
+            gauges.paused.store(false, Ordering::SeqCst);
+            waiting(&|| gauges.in_flight.load(Ordering::SeqCst) == HOSTILE_THREADS);
+            sample_c(
+                &c,
+                first + per_window,
+                per_window,
+                &mut loaded,
+                &mut loaded_health,
+            );
         }
-        let loaded = sample_c(&c);
         let during = gauges.done.load(Ordering::SeqCst);
         let mut kinds = BTreeMap::new();
         for worker in workers {
@@ -680,8 +726,16 @@ fn hostile_calls_leave_a_third_tenant_responsive() {
                 *kinds.entry(kind).or_insert(0) += n;
             }
         }
-        (loaded, during, kinds)
+        (during, kinds)
     });
+    for samples in [
+        &mut alone,
+        &mut alone_health,
+        &mut loaded,
+        &mut loaded_health,
+    ] {
+        samples.sort();
+    }
     let hostile_took = hostile_began.elapsed();
     let done = gauges.done.load(Ordering::SeqCst);
     let rss_end = watch::rss_bytes(pid).expect("the service runs");

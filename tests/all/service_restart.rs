@@ -47,6 +47,11 @@ impl Process {
     pub(crate) fn start_with(data_dir: &Path, extra: &[String]) -> Self {
         let mut keys = config_keys(data_dir);
         keys.extend(extra.iter().cloned());
+        Self::start_keys(keys)
+    }
+
+    /// The service with exactly `keys` (and a free port to listen on).
+    pub(crate) fn start_keys(mut keys: Vec<String>) -> Self {
         keys.push("service.listen=127.0.0.1:0".into());
         let mut child = Command::new(env!("CARGO_BIN_EXE_service-runner"))
             .args(keys)

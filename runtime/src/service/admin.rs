@@ -25,14 +25,13 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use super::api::{AppState, blocking, read_small_body};
 use super::auth::{Caller, authenticate};
-use super::config::LimitOverrides;
 use super::error::ApiError;
 use super::metrics;
 use super::tenant::{Settings, Tenant};
+use crate::protocol::{LimitOverrides, TenantList, TenantReport};
 
 /// The admin; any other caller is rejected with 401.
 pub(crate) struct AdminCaller;
@@ -51,25 +50,12 @@ impl FromRequestParts<AppState> for AdminCaller {
     }
 }
 
-fn tenant_json(name: &str, settings: &Settings) -> Value {
-    let l = &settings.limits;
-    json!({
-        "name": name,
-        "limits": {
-            "fuel": l.fuel,
-            "memoryBytes": l.memory_bytes,
-            "timeoutMs": super::api::millis_of(l.timeout),
-            "compileTimeoutMs": super::api::millis_of(l.compile_timeout),
-            "maxAssignors": l.max_assignors,
-            "maxComponentBytes": l.max_component_bytes,
-            "maxConcurrentAssignments": l.max_concurrent_assignments,
-            "maxInputBytes": l.max_input_bytes,
-            "maxGroups": l.max_groups,
-            "maxCaptures": l.max_captures,
-            "maxCaptureBytes": l.max_capture_bytes,
-        },
-        "overrides": settings.overrides,
-    })
+fn tenant_report(name: &str, settings: &Settings) -> TenantReport {
+    TenantReport {
+        limits: (&settings.limits).into(),
+        name: name.to_owned(),
+        overrides: settings.overrides.clone(),
+    }
 }
 
 fn find(s: &AppState, tenant: &str) -> Result<Arc<Tenant>, ApiError> {
@@ -87,13 +73,13 @@ fn find(s: &AppState, tenant: &str) -> Result<Arc<Tenant>, ApiError> {
 }
 
 /// `GET /v1/admin/tenants`: every tenant with its limits in force and the admin's overrides.
-pub(crate) async fn tenants(_: AdminCaller, State(s): State<AppState>) -> Json<Value> {
-    let tenants: Vec<Value> = s
+pub(crate) async fn tenants(_: AdminCaller, State(s): State<AppState>) -> Json<TenantList> {
+    let tenants = s
         .tenants
         .iter()
-        .map(|t| tenant_json(&t.name, &t.settings()))
+        .map(|t| tenant_report(&t.name, &t.settings()))
         .collect();
-    Json(json!({ "tenants": tenants }))
+    Json(TenantList { tenants })
 }
 
 /// `PUT /v1/admin/tenants/{tenant}/limits`: the fields sent, on top of earlier overrides.
@@ -103,7 +89,7 @@ pub(crate) async fn put_limits(
     Path(tenant): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TenantReport>, ApiError> {
     let body = read_small_body(&headers, body, "the limits").await?;
     let change: LimitOverrides = super::api::parse_json(&body)?;
     let t = find(&s, &tenant)?;
@@ -112,7 +98,7 @@ pub(crate) async fn put_limits(
     })
     .await?;
     tracing::info!(target_tenant = %tenant, overrides = ?settings.overrides, "tenant limits changed");
-    Ok(Json(tenant_json(&tenant, &settings)))
+    Ok(Json(tenant_report(&tenant, &settings)))
 }
 
 /// `DELETE /v1/admin/tenants/{tenant}/limits`: back to the config file's limits.
@@ -120,11 +106,11 @@ pub(crate) async fn delete_limits(
     _: AdminCaller,
     State(s): State<AppState>,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TenantReport>, ApiError> {
     let t = find(&s, &tenant)?;
     let settings = blocking(&t, |t| t.set_limits(LimitOverrides::default())).await?;
     tracing::info!(target_tenant = %tenant, "tenant limits reset to the configured ones");
-    Ok(Json(tenant_json(&tenant, &settings)))
+    Ok(Json(tenant_report(&tenant, &settings)))
 }
 
 /// `GET /metrics`: the Prometheus metrics.

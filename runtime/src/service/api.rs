@@ -36,7 +36,6 @@
 //! [`catch_panic`] turns it into an answer, and the tenant's state is never left half
 //! changed (every change is built on a copy; its lock does not poison).
 
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -50,20 +49,22 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use futures_util::{FutureExt as _, StreamExt as _};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::assignor::Assignor;
 use crate::coordinator::{
-    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription,
-    NUM_STANDBY_REPLICAS, Pending, RACK_AWARE_ASSIGNMENT_TAGS,
+    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription, Pending,
 };
 use crate::error::ErrorKind;
-use crate::json::{AssignmentView, parse_input_with};
+use crate::json::{AssignmentView, parse_document_with};
 use crate::limits::cut;
+use crate::protocol::{
+    AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
+    GroupConfigs, GroupOverrides, Health, LastFailure, UploadReport,
+};
 
 use super::Service;
 use super::admin;
@@ -338,11 +339,6 @@ pub(crate) fn millis(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-/// A duration in whole milliseconds, for JSON.
-pub(crate) fn millis_of(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
@@ -354,44 +350,43 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
     })
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+    })
 }
 
-async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<Value>, ApiError> {
+async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<AssignorList>, ApiError> {
     let state = t.lock().await;
     let registry = state.coordinator.registry();
     let default = registry.default_assignor().name().to_owned();
-    let assignors: Vec<Value> = registry
+    let assignors = registry
         .names()
         .map(|name| {
             let upload = state.uploads.get(name);
-            let mut entry = json!({
-                "name": name,
-                "kind": match registry.get(name) {
-                    Some(Assignor::Component(_)) => "component",
-                    _ => "built-in",
-                },
-                "uploaded": upload.is_some(),
-                "default": name == default,
-            });
-            if let Some(u) = upload {
-                entry["sha256"] = u.sha256.clone().into();
-                entry["bytes"] = u.bytes.into();
+            let kind = match registry.get(name) {
+                Some(Assignor::Component(_)) => "component",
+                _ => "built-in",
+            };
+            AssignorEntry {
+                bytes: upload.map(|u| u.bytes as u64),
+                default: name == default,
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+                sha256: upload.map(|u| u.sha256.clone()),
+                uploaded: upload.is_some(),
             }
-            entry
         })
         .collect();
-    Ok(Json(json!({ "assignors": assignors })))
+    Ok(Json(AssignorList { assignors }))
 }
 
 /// Upload: every check of [`Tenant`]'s, in order. The body is read only if its declared size
 /// is within the tenant's `max.component.bytes`, and only up to it; the load (validation,
-/// compilation, `name()`, `configure`) must finish within `compile.timeout.ms`. A load past
-/// it is answered at once, but keeps its assignment slot until the compiler is done, so a
-/// tenant's slow uploads can occupy no more cores than its assignments can. (The finished
-/// compile lands in the compiled cache, so a retry loads at once: the time was spent in the
-/// tenant's slot either way.)
+/// compilation, `name()`, `configure`) must finish within `compile.timeout.ms`. The compile
+/// runs in a child process that is killed when that limit passes, so a load past it is
+/// answered at once and frees its assignment slot and its core; a tenant's uploads occupy
+/// no more cores than its assignments can.
 async fn put_assignor(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
@@ -442,7 +437,7 @@ async fn upload(
     name: String,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(bool, Value), ApiError> {
+) -> Result<(bool, UploadReport), ApiError> {
     let settings = t.settings();
     let max = settings.limits.max_component_bytes;
     let body = read_body(headers, body, max).await.map_err(|e| match e {
@@ -486,9 +481,8 @@ async fn upload(
         let _permit = permit;
         let checked = t.check_loaded(&settings, loaded, &name, body.len())?;
         let mut report = checked.report.clone();
-        let replaced = t.commit_upload(&name, &body, checked)?;
-        report["replaced"] = replaced.into();
-        Ok((replaced, report))
+        report.replaced = t.commit_upload(&name, &body, checked)?;
+        Ok((report.replaced, report))
     })
     .await
 }
@@ -501,16 +495,6 @@ async fn delete_assignor(
     blocking(&t, move |t| t.delete_upload(&name)).await?;
     tracing::info!(assignor = %assignor, "assignor deleted");
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// An `IncrementalAlterConfigs`-like request.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigChange {
-    #[serde(default)]
-    set: BTreeMap<String, Value>,
-    #[serde(default)]
-    delete: Vec<String>,
 }
 
 /// A config value as text: strings as they are, numbers and booleans printed, lists joined
@@ -551,7 +535,7 @@ async fn put_group_config(
     Path(group): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GroupOverrides>, ApiError> {
     let body = read_small_body(&headers, body, "the config change").await?;
     let ops = config_changes(&body)?;
     blocking(&t, move |t| {
@@ -569,20 +553,23 @@ async fn put_group_config(
 async fn get_group_config(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GroupOverrides>, ApiError> {
     let state = t.lock().await;
     Ok(Json(config_json(&group, state.coordinator.config(&group)?)))
 }
 
-fn config_json(group: &str, config: &GroupConfig) -> Value {
-    json!({
-        "groupId": group,
-        "config": {
-            crate::coordinator::ASSIGNOR_NAME: config.assignor_name,
-            NUM_STANDBY_REPLICAS: config.num_standby_replicas,
-            RACK_AWARE_ASSIGNMENT_TAGS: config.rack_aware_assignment_tags.as_ref().map(|t| t.join(",")),
-        }
-    })
+fn config_json(group: &str, config: &GroupConfig) -> GroupOverrides {
+    GroupOverrides {
+        config: ConfigOverrides {
+            assignor_name: config.assignor_name.clone(),
+            num_standby_replicas: config.num_standby_replicas,
+            rack_aware_assignment_tags: config
+                .rack_aware_assignment_tags
+                .as_ref()
+                .map(|t| t.join(",")),
+        },
+        group_id: group.to_owned(),
+    }
 }
 
 /// A small request's body, within [`MAX_REQUEST_BYTES`].
@@ -602,25 +589,16 @@ pub(crate) async fn read_small_body(
         })
 }
 
-/// Whether a group document has `configs`, found without building anything: every other
-/// field is skipped unread.
-fn has_configs(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        configs: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.configs.is_some())
-}
-
 /// `PUT /v1/groups/{group}`: the body is read up to the tenant's `max.input.bytes`, then parsed
-/// and checked on the blocking pool (a large document takes a while to parse, which must not
-/// hold an async thread); a group over an input limit stores nothing.
+/// once and checked on the blocking pool (a large document takes a while to parse, which must
+/// not hold an async thread); a group over an input limit stores nothing. The document's
+/// configs go to the coordinator as they were parsed, typed.
 async fn put_group(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DescribedGroup>, ApiError> {
     let max = t.settings().limits.max_input_bytes;
     let body = read_body(&headers, body, max).await.map_err(|e| {
         e.answer(
@@ -632,24 +610,15 @@ async fn put_group(
     blocking(&t, move |t| {
         let text = std::str::from_utf8(&body)
             .map_err(|_| ApiError::bad_request("the group document is not UTF-8"))?;
-        let (spec, topology) = parse_input_with(text, t.settings().call_limits())
+        let doc = parse_document_with(text, t.settings().call_limits())
             .map_err(|e| ApiError::bad_request(e.to_string()).with("path", e.path))?;
         // The document's `configs` become the group's overrides only when it has them: parsing
         // fills absent configs with defaults, which must not erase settings made through
         // /config.
-        let has_configs = has_configs(text);
+        let configs = doc.has_configs.then_some(doc.group.configs);
         let mut state = t.state();
         let c = &mut state.coordinator;
-        let tags = spec.configs.rack_aware_assignment_tags.join(",");
-        let configs = [
-            (
-                NUM_STANDBY_REPLICAS,
-                ConfigOp::Set(spec.configs.num_standby_replicas.to_string()),
-            ),
-            (RACK_AWARE_ASSIGNMENT_TAGS, ConfigOp::Set(tags)),
-        ];
-        let changes: &[(&str, ConfigOp)] = if has_configs { &configs } else { &[] };
-        c.set_group(&group, changes, topology, spec.members)?;
+        c.replace_group(&group, configs, doc.topology, doc.group.members)?;
         let d = c.describe(&group)?;
         tracing::info!(group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
         Ok(Json(describe_json(&d, &t.settings())))
@@ -807,14 +776,14 @@ fn target_answer(t: &Tenant, c: &Coordinator, group: &str) -> Result<Response, A
     c.describe(group)?;
     match (c.target(group), c.topology(group)) {
         (Some(target), Some(topology)) => {
-            let body = serde_json::to_vec(&TargetJson {
+            let body = serde_json::to_vec(&CommittedTarget {
                 assignment: AssignmentView::new(
                     target.members.iter().map(|(id, a)| (id.as_str(), a)),
                     topology,
                 ),
                 target_assignment_epoch: target.epoch,
-                assignor: &target.assignor,
-                usage: t.settings().usage_json(&target.usage),
+                assignor: target.assignor.clone(),
+                usage: t.settings().usage_report(&target.usage),
                 computed_at_ms: millis(target.computed_at),
             })
             .map_err(|e| ApiError::internal(format!("cannot encode the target: {e}")))?;
@@ -873,48 +842,35 @@ async fn delete_group(
 async fn describe(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DescribedGroup>, ApiError> {
     let d = t.lock().await.coordinator.describe(&group)?;
     Ok(Json(describe_json(&d, &t.settings())))
 }
 
-/// The committed target: the contract's output JSON under `assignment`, with its epoch,
-/// assignor and usage.
-/// The answer of the trigger and `GET …/assignment`.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TargetJson<'a> {
-    assignment: AssignmentView<'a>,
-    target_assignment_epoch: u32,
-    assignor: &'a str,
-    usage: Value,
-    computed_at_ms: u64,
-}
-
-fn describe_json(d: &GroupDescription, settings: &Settings) -> Value {
-    json!({
-        "groupId": d.group_id,
-        "groupEpoch": d.group_epoch,
-        "targetAssignmentEpoch": d.target_assignment_epoch,
-        "assignorName": d.assignor_name,
-        "configuredAssignor": d.configured_assignor,
-        "configs": {
-            "numStandbyReplicas": d.configs.num_standby_replicas,
-            "rackAwareAssignmentTags": d.configs.rack_aware_assignment_tags,
+fn describe_json(d: &GroupDescription, settings: &Settings) -> DescribedGroup {
+    DescribedGroup {
+        assignor_name: d.assignor_name.clone(),
+        configs: GroupConfigs {
+            num_standby_replicas: d.configs.num_standby_replicas,
+            rack_aware_assignment_tags: d.configs.rack_aware_assignment_tags.clone(),
         },
-        "members": d.members,
-        "targetAssignor": d.target_assignor,
-        "targetUsage": d.target_usage.as_ref().map(|u| settings.usage_json(u)),
-        "lastFailure": d.last_failure.as_ref().map(|f| json!({
-            "assignor": f.error.assignor,
-            "kind": f.error.kind.as_str(),
-            "message": f.error.message,
-            "atMs": millis(f.at),
-            "groupEpoch": f.group_epoch,
-            "consecutive": f.consecutive,
-            "retryAtMs": millis(f.retry_at),
-        })),
-    })
+        configured_assignor: d.configured_assignor.clone(),
+        group_epoch: d.group_epoch,
+        group_id: d.group_id.clone(),
+        last_failure: d.last_failure.as_ref().map(|f| LastFailure {
+            assignor: f.error.assignor.clone(),
+            at_ms: millis(f.at),
+            consecutive: f.consecutive,
+            group_epoch: f.group_epoch,
+            kind: f.error.kind.as_str().to_owned(),
+            message: f.error.message.clone(),
+            retry_at_ms: millis(f.retry_at),
+        }),
+        members: d.members.clone(),
+        target_assignment_epoch: d.target_assignment_epoch,
+        target_assignor: d.target_assignor.clone(),
+        target_usage: d.target_usage.as_ref().map(|u| settings.usage_report(u)),
+    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{BrokerConfig, ConfigError};
 use crate::coordinator::{DEFAULT_MAX_CAPTURE_BYTES, DEFAULT_MAX_CAPTURES, StateLimits};
 use crate::limits::{DEFAULT_FUEL, DEFAULT_MAX_INPUT_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT};
+use crate::protocol::LimitOverrides;
+use crate::wire::{millis, size};
 
 /// `service.listen`: the address the HTTP API listens on.
 pub const LISTEN: &str = "service.listen";
@@ -50,10 +51,13 @@ pub fn default_max_concurrent_assignments() -> usize {
 /// ([`DEFAULT_MAX_GROUPS`](crate::coordinator::DEFAULT_MAX_GROUPS)).
 pub const DEFAULT_MAX_GROUPS: usize = 1_000;
 
-/// Default of a tenant's `compile.timeout.ms`: 10 s for an upload to be validated, compiled
-/// and loaded (`name()`, `configure`). A ~100 KB component takes well under a second; a
-/// component that takes longer is rejected rather than allowed to occupy a core.
-pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of a tenant's `compile.timeout.ms` when the broker sets no
+/// `group.streams.assignor.compile.timeout.ms`: the runtime's
+/// [`DEFAULT_COMPILE_TIMEOUT`](crate::DEFAULT_COMPILE_TIMEOUT), 10 s for an upload to be
+/// validated, compiled and loaded (`name()`, `configure`). A ~100 KB component takes well under
+/// a second. The compile runs in a child process killed at this limit, so a component that
+/// takes longer is rejected and its compile stops occupying a core.
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = crate::limits::DEFAULT_COMPILE_TIMEOUT;
 
 /// The embedded demo's tenant.
 pub const DEMO_TENANT: &str = "demo";
@@ -73,8 +77,9 @@ pub struct TenantLimits {
     pub memory_bytes: usize,
     /// Wall-clock deadline per call. Default: the broker's, else [`DEFAULT_TIMEOUT`].
     pub timeout: Duration,
-    /// Time an upload has to be validated, compiled and loaded. Default
-    /// [`DEFAULT_COMPILE_TIMEOUT`].
+    /// Time an upload has to be validated, compiled and loaded; the compile of any component
+    /// of the tenant (an upload's, the broker's) is killed past it. Default: the broker's,
+    /// else [`DEFAULT_COMPILE_TIMEOUT`].
     pub compile_timeout: Duration,
     /// Uploaded assignors kept at once. Default [`DEFAULT_MAX_ASSIGNORS`].
     pub max_assignors: usize,
@@ -127,89 +132,10 @@ impl Default for TenantLimits {
     }
 }
 
-/// An admin's changes to a tenant's limits (`PUT /v1/admin/tenants/{tenant}/limits`): each
-/// field present replaces the configured value, absent ones keep it. They are stored in the
-/// tenant's namespace and survive restarts, applied on top of the file's values until an
-/// admin clears them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LimitOverrides {
-    /// Fuel per call, or `"none"` for no fuel limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fuel: Option<FuelLimit>,
-    /// Linear memory per call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_bytes: Option<usize>,
-    /// Wall-clock deadline per call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// Time to validate, compile and load an upload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compile_timeout_ms: Option<u64>,
-    /// Uploaded assignors kept at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_assignors: Option<usize>,
-    /// Largest component accepted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_component_bytes: Option<usize>,
-    /// Assignments (and upload checks) running at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_concurrent_assignments: Option<usize>,
-    /// Largest group document accepted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_input_bytes: Option<usize>,
-    /// Groups kept at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_groups: Option<usize>,
-    /// Captures of failed computations kept at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_captures: Option<usize>,
-    /// Bytes of captures kept, all together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_capture_bytes: Option<usize>,
-}
-
-/// A fuel limit as JSON: a number of units, or `"none"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum FuelLimit {
-    /// At most this many units per call.
-    Units(u64),
-    /// No fuel limit; the deadline alone bounds a call.
-    Off(NoFuel),
-}
-
-/// The `"none"` of [`FuelLimit::Off`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum NoFuel {
-    /// `"none"`.
-    #[serde(rename = "none")]
-    None,
-}
-
-impl LimitOverrides {
-    /// These overrides, then `later`'s on top.
-    pub fn then(&self, later: &Self) -> Self {
-        Self {
-            fuel: later.fuel.or(self.fuel),
-            memory_bytes: later.memory_bytes.or(self.memory_bytes),
-            timeout_ms: later.timeout_ms.or(self.timeout_ms),
-            compile_timeout_ms: later.compile_timeout_ms.or(self.compile_timeout_ms),
-            max_assignors: later.max_assignors.or(self.max_assignors),
-            max_component_bytes: later.max_component_bytes.or(self.max_component_bytes),
-            max_concurrent_assignments: later
-                .max_concurrent_assignments
-                .or(self.max_concurrent_assignments),
-            max_input_bytes: later.max_input_bytes.or(self.max_input_bytes),
-            max_groups: later.max_groups.or(self.max_groups),
-            max_captures: later.max_captures.or(self.max_captures),
-            max_capture_bytes: later.max_capture_bytes.or(self.max_capture_bytes),
-        }
-    }
-
-    /// `base` with these overrides applied; a value its config key would refuse is refused
-    /// here too, naming the field.
-    pub fn apply(&self, base: &TenantLimits) -> Result<TenantLimits, String> {
+impl TenantLimits {
+    /// These limits with an admin's `overrides` applied; a value its config key would refuse
+    /// is refused here too, naming the field.
+    pub fn with_overrides(&self, overrides: &LimitOverrides) -> Result<Self, String> {
         let at_least_one = |field: &str, v: u64| {
             if v == 0 {
                 Err(format!("{field} must be at least 1"))
@@ -217,47 +143,61 @@ impl LimitOverrides {
                 Ok(v)
             }
         };
-        let mut limits = base.clone();
-        if let Some(fuel) = self.fuel {
-            limits.fuel = match fuel {
-                FuelLimit::Units(units) => Some(units),
-                FuelLimit::Off(NoFuel::None) => None,
-            };
+        let o = overrides;
+        let mut limits = self.clone();
+        if let Some(fuel) = o.fuel {
+            limits.fuel = fuel.units();
         }
-        if let Some(v) = self.memory_bytes {
-            limits.memory_bytes = v;
+        if let Some(v) = o.memory_bytes {
+            limits.memory_bytes = size(v);
         }
-        if let Some(v) = self.timeout_ms {
+        if let Some(v) = o.timeout_ms {
             limits.timeout = Duration::from_millis(at_least_one("timeoutMs", v)?);
         }
-        if let Some(v) = self.compile_timeout_ms {
+        if let Some(v) = o.compile_timeout_ms {
             limits.compile_timeout = Duration::from_millis(at_least_one("compileTimeoutMs", v)?);
         }
-        if let Some(v) = self.max_assignors {
-            limits.max_assignors = v;
+        if let Some(v) = o.max_assignors {
+            limits.max_assignors = size(v);
         }
-        if let Some(v) = self.max_component_bytes {
-            limits.max_component_bytes = v;
+        if let Some(v) = o.max_component_bytes {
+            limits.max_component_bytes = size(v);
         }
-        if let Some(v) = self.max_concurrent_assignments {
-            if v == 0 {
-                return Err("maxConcurrentAssignments must be at least 1".into());
-            }
-            limits.max_concurrent_assignments = v;
+        if let Some(v) = o.max_concurrent_assignments {
+            limits.max_concurrent_assignments = size(at_least_one("maxConcurrentAssignments", v)?);
         }
-        if let Some(v) = self.max_input_bytes {
-            limits.max_input_bytes = v;
+        if let Some(v) = o.max_input_bytes {
+            limits.max_input_bytes = size(v);
         }
-        if let Some(v) = self.max_groups {
-            limits.max_groups = v;
+        if let Some(v) = o.max_groups {
+            limits.max_groups = size(v);
         }
-        if let Some(v) = self.max_captures {
-            limits.max_captures = v;
+        if let Some(v) = o.max_captures {
+            limits.max_captures = size(v);
         }
-        if let Some(v) = self.max_capture_bytes {
-            limits.max_capture_bytes = v;
+        if let Some(v) = o.max_capture_bytes {
+            limits.max_capture_bytes = size(v);
         }
         Ok(limits)
+    }
+}
+
+/// The limits as the service reports them.
+impl From<&TenantLimits> for crate::protocol::TenantLimits {
+    fn from(l: &TenantLimits) -> Self {
+        Self {
+            compile_timeout_ms: millis(l.compile_timeout),
+            fuel: l.fuel,
+            max_assignors: l.max_assignors as u64,
+            max_capture_bytes: l.max_capture_bytes as u64,
+            max_captures: l.max_captures as u64,
+            max_component_bytes: l.max_component_bytes as u64,
+            max_concurrent_assignments: l.max_concurrent_assignments as u64,
+            max_groups: l.max_groups as u64,
+            max_input_bytes: l.max_input_bytes as u64,
+            memory_bytes: l.memory_bytes as u64,
+            timeout_ms: millis(l.timeout),
+        }
     }
 }
 
@@ -359,6 +299,7 @@ impl ServiceConfig {
             fuel: broker.limits.get_fuel(),
             memory_bytes: broker.limits.get_memory_bytes(),
             timeout: broker.limits.get_timeout(),
+            compile_timeout: broker.limits.get_compile_timeout(),
             max_input_bytes: broker.limits.get_max_input_bytes(),
             ..TenantLimits::default()
         };

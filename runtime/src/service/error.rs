@@ -20,10 +20,11 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::coordinator::CoordinatorError;
 use crate::limits::cut;
+use crate::protocol::{ErrorAnswer, ServiceError};
 
 /// How much of a caller's name (group, assignor) an answer repeats.
 const ECHO_BYTES: usize = 256;
@@ -143,11 +144,17 @@ impl From<CoordinatorError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = Map::new();
-        error.insert("code".into(), self.code.into());
-        error.insert("message".into(), self.message.into());
-        error.extend(self.extra);
-        (self.status, Json(json!({ "error": error }))).into_response()
+        let answer = ErrorAnswer {
+            error: ServiceError {
+                code: self.code.to_owned(),
+                message: self.message,
+                details: self.extra,
+            },
+        };
+        // Through a `Value`, so every key of the error object comes out sorted, `code` and
+        // `message` among the details, as the contract has always had them.
+        let body = serde_json::to_value(answer).expect("strings and JSON values always serialize");
+        (self.status, Json(body)).into_response()
     }
 }
 

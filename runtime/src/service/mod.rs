@@ -10,9 +10,10 @@
 //!
 //! Nothing that can block runs on the async runtime's threads: coordinator changes that
 //! flush, loads (which compile) and built-in assignors go to `spawn_blocking`. A component's
-//! call runs on the runtime's call threads, never this runtime's, yielding every
-//! [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that calls share them, and is awaited
-//! without a thread; a commit's flush is awaited without a thread. A tenant's state is
+//! call, its input and output conversion included, runs on the runtime's call threads, never
+//! this runtime's, yielding every [`YIELD_FUEL`](crate::YIELD_FUEL) units of fuel so that
+//! calls share them (and moving to lowest-priority threads after
+//! [`FOREGROUND_TIME`](crate::FOREGROUND_TIME) of work), and is awaited without a thread; a commit's flush is awaited without a thread. A tenant's state is
 //! behind an async lock: the trigger's in-memory steps (plan, commit: one buffered append to
 //! the log, whose growth and compaction run on its flusher thread) and reads run on the async
 //! thread, and a request that finds the lock taken waits without a thread. Assignments and
@@ -48,8 +49,17 @@
 //!   twice what is live.
 //! - `store.imported/`: where a data directory written before the log (one [`DirStore`] file
 //!   per key in `store/`) keeps its old records once they have been imported into the log.
-//! - `cache/`: compiled components by content hash, so a restart deserializes uploads
-//!   instead of recompiling them.
+//! - `cache/`: compiled components by content hash (and engine), so a restart deserializes
+//!   uploads instead of recompiling them. It holds only what is live: an entry goes when no
+//!   tenant's upload (nor the broker's configuration) has its content hash any more, at once
+//!   when an upload is replaced or deleted or fails its checks, and at start for everything
+//!   else (tenants removed from the config, entries of an older runtime, temporary files of
+//!   a crash, strays). An upload holds its entry from before it compiles until it is gone,
+//!   and tenants sharing a hash share its entry, which stays while any of them has it. So
+//!   the cache is at most one entry per live upload (`max.assignors` per tenant) and broker
+//!   component. A file is used only if its header, content hash and SHA-256 checksum match
+//!   (wasmtime maps it as native code without checking it); a truncated, corrupt or foreign
+//!   file is ignored, logged and compiled over.
 //!
 //! # Observability
 //!
@@ -88,11 +98,13 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::cache::SharedDir;
 use crate::coordinator::ConfigOp;
+use crate::protocol::LimitOverrides;
 use crate::registry::RegistryError;
 use crate::store::{DirStore, LogStore, Store, StoreError, SyncToken, io_err, sync_dir};
 
-use self::config::{LimitOverrides, ServiceConfig};
+use self::config::ServiceConfig;
 use self::metrics::Metrics;
 use self::tenant::Tenant;
 
@@ -182,25 +194,39 @@ pub struct Service {
     metrics: Metrics,
     /// Set once the service is stopping: requests waiting for a slot give up.
     stopping: watch::Sender<bool>,
+    /// The compiled-component cache every tenant's runtime shares.
+    cache: Arc<SharedDir>,
+}
+
+impl Drop for Service {
+    /// Keeps the cache's entries as the tenants (and their uploads) go: they are the next
+    /// start's.
+    fn drop(&mut self) {
+        self.cache.stop_collecting();
+    }
 }
 
 impl Service {
     /// Opens the data directory (locking it) and every tenant in it: the broker's assignors,
-    /// the tenant's stored uploads and groups.
+    /// the tenant's stored uploads and groups; then sweeps the compiled cache of whatever
+    /// none of them uses.
     pub fn open(config: &ServiceConfig) -> Result<Self, StartError> {
         let store = open_store(&config.data_dir)?;
-        let cache_dir = config.data_dir.join("cache");
+        let cache = SharedDir::new(config.data_dir.join("cache"));
         let tenants = config
             .tenants
             .iter()
-            .map(|t| Tenant::open(t, &config.broker, store.clone(), &cache_dir).map(Arc::new))
+            .map(|t| Tenant::open(t, &config.broker, store.clone(), &cache).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
+        // Every tenant now holds what it uses; nothing is loading yet.
+        cache.sweep();
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
             admin_hash: config.admin_token_sha256,
             metrics: Metrics::new(),
             stopping: watch::Sender::new(false),
             tenants,
+            cache,
         })
     }
 
@@ -233,8 +259,9 @@ impl Service {
             let listener = TcpListener::from_std(listener)?;
             self.serve(listener, stop_signal()).await
         });
-        // Dropping a runtime waits for every blocking task, and a compile past its time limit
-        // cannot be stopped: give them the margin, then let the process end without them.
+        // Dropping a runtime waits for every blocking task (a load waits for its compile
+        // child, which its time limit kills): give them the margin, then let the process end
+        // without them.
         runtime.shutdown_timeout(STOP_MARGIN);
         served
     }
@@ -269,7 +296,7 @@ impl Service {
             served = server => served,
             grace = deadline => {
                 tracing::warn!(
-                    grace_ms = api::millis_of(grace),
+                    grace_ms = crate::wire::millis(grace),
                     "stopping without the requests still open {} ms after the stop signal \
                      (clients that never finished a request, or work past its limits)",
                     grace.as_millis()

@@ -8,25 +8,25 @@
 //! [`Tenant::lock`], the async side of the state's lock, for the trigger's brief steps.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
 use crate::assignor::Assignor;
 use crate::builtin::BUILTIN_NAMES;
+use crate::cache::{CacheRef, SharedDir};
 use crate::component::ComponentAssignor;
 use crate::config::BrokerConfig;
 use crate::coordinator::Coordinator;
-use crate::json::{parse_input, usage_json};
+use crate::json::parse_input;
+use crate::protocol::{LimitOverrides, UploadReport, UsageReport};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::store::Store;
 
 use super::StartError;
-use super::config::{LimitOverrides, TenantConfig, TenantLimits};
+use super::config::{TenantConfig, TenantLimits};
 use super::error::ApiError;
 use super::namespace::Namespaced;
 
@@ -43,10 +43,12 @@ const TRIAL_GROUP: &str = include_str!("../../demo/group.json");
 const EXTRA_INSTANCE_SLOTS: u32 = 1;
 
 /// An uploaded assignor, as listed.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Upload {
     pub(crate) sha256: String,
     pub(crate) bytes: usize,
+    /// Keeps its compiled entry in the cache while the upload is live.
+    _cached: CacheRef,
 }
 
 /// What the tenant's lock guards: the coordinator (whose registry holds the uploads) and the
@@ -55,6 +57,8 @@ pub(crate) struct Upload {
 pub(crate) struct TenantState {
     pub(crate) coordinator: Coordinator,
     pub(crate) uploads: BTreeMap<String, Upload>,
+    /// Keep the compiled entries of the registry's broker-configured components in the cache.
+    _broker_cached: Vec<CacheRef>,
 }
 
 /// A tenant's limits in force and what enforces them. Replaced whole when an admin changes
@@ -72,9 +76,9 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The usage object with these limits beside the figures.
-    pub(crate) fn usage_json(&self, usage: &crate::Usage) -> Value {
-        usage_json(usage, self.runtime.limits())
+    /// The report of `usage`, with these limits beside the figures.
+    pub(crate) fn usage_report(&self, usage: &crate::Usage) -> UsageReport {
+        crate::wire::usage_report(usage, self.runtime.limits())
     }
 
     /// The limits of the tenant's calls, input limits included (what a group document is
@@ -89,7 +93,8 @@ impl Settings {
 pub(crate) struct Tenant {
     pub(crate) name: String,
     broker: BrokerConfig,
-    cache_dir: PathBuf,
+    /// The service's compiled-component cache, shared by every tenant.
+    cache: Arc<SharedDir>,
     /// The limits the config file gives, before any admin override.
     configured: TenantLimits,
     store: Arc<dyn Store>,
@@ -122,22 +127,30 @@ impl Checks {
 pub(crate) struct LoadedUpload {
     assignor: ComponentAssignor,
     checks: Checks,
+    /// Taken before the load: the entry it compiled stays until the upload is committed or
+    /// dropped.
+    cached: CacheRef,
 }
 
 /// A passed upload, ready to commit.
 #[derive(Debug)]
 pub(crate) struct CheckedUpload {
     assignor: ComponentAssignor,
-    pub(crate) report: Value,
+    /// The answer, `replaced` still to be set by the commit.
+    pub(crate) report: UploadReport,
+    cached: CacheRef,
 }
 
-/// The runtime enforcing `limits` for a tenant: its engine, instance pool and deadlines.
-/// `max.component.bytes` binds uploads (checked before they load), not the runtime: a lower
-/// limit must not stop the tenant's stored uploads from reloading.
+/// The runtime enforcing `limits` for a tenant: its engine, instance pool and deadlines, and
+/// its compiles, in a child process (the broker config's compiler, which `assignor serve`
+/// sets to itself) killed past the tenant's `compile.timeout.ms`, so an upload that would
+/// compile for minutes frees its core at the limit. `max.component.bytes` binds uploads
+/// (checked before they load), not the runtime: a lower limit must not stop the tenant's
+/// stored uploads from reloading.
 fn runtime_for(
     limits: &TenantLimits,
     broker: &BrokerConfig,
-    cache_dir: &Path,
+    cache: &SharedDir,
 ) -> anyhow::Result<Runtime> {
     let runtime_max = broker.limits.get_max_component_bytes();
     let runtime_limits = broker
@@ -146,6 +159,7 @@ fn runtime_for(
         .fuel(limits.fuel)
         .memory_bytes(limits.memory_bytes)
         .timeout(limits.timeout)
+        .compile_timeout(limits.compile_timeout)
         .max_input_bytes(limits.max_input_bytes)
         .max_component_bytes(runtime_max.max(limits.max_component_bytes))
         .max_concurrent_calls(
@@ -153,14 +167,34 @@ fn runtime_for(
                 .unwrap_or(u32::MAX)
                 .saturating_add(EXTRA_INSTANCE_SLOTS),
         );
-    Ok(Runtime::with_cache_dir(runtime_limits, cache_dir)?)
+    let mut builder = Runtime::builder(runtime_limits).cache_dir(cache.path());
+    if let Some(program) = &broker.compiler {
+        builder = builder.compiler(program);
+    }
+    let runtime = builder.build()?;
+    cache.register(&runtime.inner.engine);
+    Ok(runtime)
+}
+
+/// References to the cache entries of `registry`'s components (the broker's), taken once it
+/// is built. No other tenant can collect them meanwhile: every tenant's registry has the
+/// same broker components, and holds them.
+fn hold_components(cache: &Arc<SharedDir>, registry: &Registry) -> Vec<CacheRef> {
+    registry
+        .names()
+        .filter_map(|name| match registry.get(name) {
+            Some(Assignor::Component(c)) => Some(cache.hold(c.sha256())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The broker's registry plus every upload among `entries` (the tenant's store), loaded on
-/// `runtime`; an upload that does not load (or whose `name()` changed) is returned as (its
-/// name, why).
+/// `runtime`, each holding its entry in `cache`; an upload that does not load (or whose
+/// `name()` changed) is returned as (its name, why).
 fn load_registry(
     runtime: &Runtime,
+    cache: &Arc<SharedDir>,
     broker: &BrokerConfig,
     registry: Registry,
     entries: &[(String, Vec<u8>)],
@@ -171,6 +205,7 @@ fn load_registry(
         let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) else {
             continue;
         };
+        let cached = cache.hold_bytes(bytes);
         let assignor = runtime
             .load(bytes, name, broker.originals())
             .map_err(|e| (name.to_owned(), e.to_string()))?;
@@ -185,6 +220,7 @@ fn load_registry(
             Upload {
                 sha256: assignor.sha256(),
                 bytes: bytes.len(),
+                _cached: cached,
             },
         );
         registry.insert(Assignor::Component(Arc::new(assignor)));
@@ -194,7 +230,7 @@ fn load_registry(
 
 impl Tenant {
     /// Opens the tenant: its limits (the file's, then any stored admin overrides), its
-    /// runtime (compiled components cached in `cache_dir`), the broker's registry plus every
+    /// runtime (compiled components cached in `cache`), the broker's registry plus every
     /// upload in its namespace, and its coordinator. An upload that no longer loads stops
     /// startup, naming tenant and assignor: it was checked when uploaded, so this means the
     /// runtime or the tenant's limits changed underneath it.
@@ -202,7 +238,7 @@ impl Tenant {
         config: &TenantConfig,
         broker: &BrokerConfig,
         store: Arc<dyn Store>,
-        cache_dir: &Path,
+        cache: &Arc<SharedDir>,
     ) -> Result<Self, StartError> {
         let tenant = config.name.clone();
         let store_error = |message: String| StartError::Store {
@@ -216,10 +252,11 @@ impl Tenant {
                 .map_err(|e| store_error(format!("its stored limits cannot be read: {e}")))?,
             None => LimitOverrides::default(),
         };
-        let limits = overrides
-            .apply(&config.limits)
+        let limits = config
+            .limits
+            .with_overrides(&overrides)
             .map_err(|m| store_error(format!("its stored limits are invalid: {m}")))?;
-        let runtime = runtime_for(&limits, broker, cache_dir).map_err(|e| StartError::Engine {
+        let runtime = runtime_for(&limits, broker, cache).map_err(|e| StartError::Engine {
             tenant: tenant.clone(),
             message: format!("{e:#}"),
         })?;
@@ -228,18 +265,18 @@ impl Tenant {
                 tenant: tenant.clone(),
                 source,
             })?;
+        let broker_cached = hold_components(cache, &registry);
         let reserved: Vec<String> = BUILTIN_NAMES
             .iter()
             .map(|s| (*s).to_owned())
             .chain(registry.names().map(str::to_owned))
             .collect();
-        let (registry, uploads) = load_registry(&runtime, broker, registry, &entries).map_err(
-            |(assignor, message)| StartError::Upload {
+        let (registry, uploads) = load_registry(&runtime, cache, broker, registry, &entries)
+            .map_err(|(assignor, message)| StartError::Upload {
                 tenant: tenant.clone(),
                 assignor,
                 message,
-            },
-        )?;
+            })?;
         for name in uploads.keys() {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
@@ -250,13 +287,14 @@ impl Tenant {
         Ok(Self {
             name: tenant,
             broker: broker.clone(),
-            cache_dir: cache_dir.to_owned(),
+            cache: cache.clone(),
             configured: config.limits.clone(),
             store,
             reserved,
             state: Mutex::new(TenantState {
                 coordinator,
                 uploads,
+                _broker_cached: broker_cached,
             }),
             settings: RwLock::new(Arc::new(Settings {
                 limits,
@@ -298,10 +336,11 @@ impl Tenant {
     /// reloaded under them (one that no longer loads refuses the change, named), the
     /// overrides are stored, and only then do new calls see them.
     pub(crate) fn set_limits(&self, overrides: LimitOverrides) -> Result<Arc<Settings>, ApiError> {
-        let limits = overrides
-            .apply(&self.configured)
+        let limits = self
+            .configured
+            .with_overrides(&overrides)
             .map_err(ApiError::bad_request)?;
-        let runtime = runtime_for(&limits, &self.broker, &self.cache_dir).map_err(|e| {
+        let runtime = runtime_for(&limits, &self.broker, &self.cache).map_err(|e| {
             ApiError::internal(format!("cannot create an engine for these limits: {e:#}"))
         })?;
         let registry = Registry::build(&runtime, &self.broker).map_err(|e| {
@@ -313,24 +352,27 @@ impl Tenant {
                 ),
             )
         })?;
+        let broker_cached = hold_components(&self.cache, &registry);
         let mut state = self.state();
         let entries = self.store.load_all().map_err(|e| {
             ApiError::internal(format!(
                 "reading the tenant's uploads failed, nothing changed: {e}"
             ))
         })?;
-        let (registry, uploads) = load_registry(&runtime, &self.broker, registry, &entries)
-            .map_err(|(assignor, message)| {
-                ApiError::new(
-                    StatusCode::CONFLICT,
-                    "POLICY_VIOLATION",
-                    format!(
-                        "upload `{assignor}` does not load under these limits ({message}); \
+        let (registry, uploads) =
+            load_registry(&runtime, &self.cache, &self.broker, registry, &entries).map_err(
+                |(assignor, message)| {
+                    ApiError::new(
+                        StatusCode::CONFLICT,
+                        "POLICY_VIOLATION",
+                        format!(
+                            "upload `{assignor}` does not load under these limits ({message}); \
                          nothing changed"
-                    ),
-                )
-                .with("assignor", assignor)
-            })?;
+                        ),
+                    )
+                    .with("assignor", assignor)
+                },
+            )?;
         let stored = if overrides == LimitOverrides::default() {
             self.store.delete(LIMITS_KEY)
         } else {
@@ -345,6 +387,7 @@ impl Tenant {
         *state.coordinator.registry_mut() = registry;
         state.coordinator.set_state_limits(limits.state_limits());
         state.uploads = uploads;
+        state._broker_cached = broker_cached;
         let settings = Arc::new(Settings {
             permits: Arc::new(Semaphore::new(limits.max_concurrent_assignments)),
             limits,
@@ -389,6 +432,7 @@ impl Tenant {
         name: &str,
         bytes: &[u8],
     ) -> Result<LoadedUpload, ApiError> {
+        let cached = self.cache.hold_bytes(bytes);
         let assignor = settings
             .runtime
             .load(bytes, name, self.broker.originals())
@@ -401,7 +445,11 @@ impl Tenant {
             "component of `{}` importing only allowed WASI; compiled; name() and configure() ran",
             crate::EXPORT_NAME
         ));
-        Ok(LoadedUpload { assignor, checks })
+        Ok(LoadedUpload {
+            assignor,
+            checks,
+            cached,
+        })
     }
 
     /// An upload's last checks: `name()` equal to `name` and not a reserved name; a valid
@@ -416,6 +464,7 @@ impl Tenant {
         let LoadedUpload {
             assignor,
             mut checks,
+            cached,
         } = loaded;
         let invalid = StatusCode::UNPROCESSABLE_ENTITY;
         if assignor.name() != name {
@@ -457,14 +506,19 @@ impl Tenant {
             group.members.len(),
             topology.tasks().count()
         ));
-        let report = json!({
-            "assignor": name,
-            "sha256": assignor.sha256(),
-            "bytes": bytes,
-            "checks": checks.0,
-            "trial": settings.usage_json(&usage),
-        });
-        Ok(CheckedUpload { assignor, report })
+        let report = UploadReport {
+            assignor: name.to_owned(),
+            bytes: bytes as u64,
+            checks: checks.0,
+            replaced: false,
+            sha256: assignor.sha256(),
+            trial: settings.usage_report(&usage),
+        };
+        Ok(CheckedUpload {
+            assignor,
+            report,
+            cached,
+        })
     }
 
     /// Stores a checked upload and makes it selectable, replacing any previous upload of the
@@ -498,6 +552,7 @@ impl Tenant {
         let upload = Upload {
             sha256: checked.assignor.sha256(),
             bytes: bytes.len(),
+            _cached: checked.cached,
         };
         state
             .coordinator

@@ -5,8 +5,8 @@
 
 #![no_main]
 
-use assignor_runtime::capture::{captured_limits, limits_for};
-use assignor_sdk::capture::Capture;
+use assignor_runtime::capture::limits_for;
+use assignor_sdk::capture::{Capture, CapturedLimits};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -21,6 +21,6 @@ fuzz_target!(|data: &[u8]| {
     let limits = limits_for(&capture);
     if let Some(captured) = &capture.limits {
         // What replay runs under is what was captured (u64 and usize are the same here).
-        assert_eq!(&captured_limits(&limits), captured);
+        assert_eq!(&CapturedLimits::from(&limits), captured);
     }
 });

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use assignor_fuzz::{broker_config, registry};
 use assignor_runtime::coordinator::{ConfigOp, Coordinator};
-use assignor_runtime::service::config::{LimitOverrides, TenantLimits};
+use assignor_runtime::protocol::LimitOverrides;
+use assignor_runtime::service::config::TenantLimits;
 use assignor_runtime::service::{fuzz_config_change, fuzz_limits_body};
 use assignor_runtime::store::MemoryStore;
 use libfuzzer_sys::fuzz_target;
@@ -55,7 +56,7 @@ fn limits(body: &[u8]) {
         return;
     };
     // A refusal is an answer (400); applying must not panic either way.
-    let _ = overrides.apply(&TenantLimits::default());
+    let _ = TenantLimits::default().with_overrides(&overrides);
     assert_eq!(LimitOverrides::default().then(&overrides), overrides);
     let stored = serde_json::to_vec(&overrides).expect("limits always serialize");
     assert_eq!(

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use assignor_runtime::check::{self, CheckOptions};
-use assignor_runtime::{Runtime, json};
+use assignor_runtime::protocol::CallError;
 use clap::Args;
 
 use crate::{CaptureArgs, LimitArgs, parse_key_value, resolve_assignor};
@@ -42,7 +42,7 @@ pub struct CheckArgs {
 /// deciding rule failed), 2 on bad arguments.
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
-    let runtime = Runtime::new(limits.clone())?;
+    let runtime = crate::runtime(limits.clone())?;
     let config: BTreeMap<String, String> = args.config.iter().cloned().collect();
     let mut out = std::io::stdout().lock();
     let assignor = match resolve_assignor(&runtime, &args.assignor, &config) {
@@ -51,7 +51,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 let doc = serde_json::json!({
                     "assignor": { "source": args.assignor },
-                    "loadError": json::error_json(&e)["error"],
+                    "loadError": CallError::from(&e),
                     "verdict": "fail",
                 });
                 writeln!(out, "{doc}")?;

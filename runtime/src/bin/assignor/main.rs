@@ -16,15 +16,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 use assignor_runtime::config::BrokerConfig;
+use assignor_runtime::protocol::{ErrorDoc, Outcome};
 use assignor_runtime::service::Service;
 use assignor_runtime::service::config::{self as service_config, ServiceConfig};
 use assignor_runtime::{
-    Assignor, BUILTIN_NAMES, DEFAULT_FUEL, DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_COMPONENT_BYTES,
-    DEFAULT_MAX_FUNCTION_BYTES, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_MEMBERS,
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARTITIONS,
-    DEFAULT_MAX_STDERR_BYTES, DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES,
-    DEFAULT_TIMEOUT, DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime, TaskAssignorError,
-    builtin, json,
+    Assignor, BUILTIN_NAMES, DEFAULT_COMPILE_TIMEOUT, DEFAULT_FUEL, DEFAULT_MAX_CODE_BYTES,
+    DEFAULT_MAX_COMPILED_BYTES, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_FUNCTION_BYTES,
+    DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_MEMBERS, DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_STDERR_BYTES,
+    DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
+    DEFAULT_WASM_STACK_BYTES, Limits, Registry, Runtime, TaskAssignorError, builtin, json, wire,
 };
 use clap::{Args, Parser, Subcommand};
 
@@ -72,6 +73,10 @@ enum Command {
     Serve(ServeArgs),
     #[command(flatten)]
     Remote(remote::Command),
+    /// Internal: compiles a component from stdin for a parent `assignor` (see
+    /// `RuntimeBuilder::compiler`); LIMITS is the engine's configuration.
+    #[command(name = assignor_runtime::COMPILE_COMMAND, hide = true)]
+    CompileComponent { limits: String },
 }
 
 #[derive(Args)]
@@ -151,6 +156,10 @@ struct LimitArgs {
     /// Wall-clock deadline per call, in milliseconds.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
     timeout_ms: u64,
+    /// Longest a component's compilation may take, in milliseconds (it runs in a child
+    /// process, killed past it).
+    #[arg(long, default_value_t = DEFAULT_COMPILE_TIMEOUT.as_millis() as u64)]
+    compile_timeout_ms: u64,
     /// Wasm stack, in KiB.
     #[arg(long, default_value_t = DEFAULT_WASM_STACK_BYTES >> 10)]
     stack_kib: usize,
@@ -172,6 +181,9 @@ struct LimitArgs {
     /// Most code in a component, all function bodies together, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_CODE_BYTES)]
     max_code_bytes: usize,
+    /// Largest compiled code of a component, in bytes (checked after compiling).
+    #[arg(long, default_value_t = DEFAULT_MAX_COMPILED_BYTES)]
+    max_compiled_bytes: usize,
     /// Largest input document, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_INPUT_BYTES)]
     max_input_bytes: usize,
@@ -198,6 +210,7 @@ impl LimitArgs {
             .fuel((!self.no_fuel).then_some(self.fuel))
             .memory_bytes(self.memory_mib << 20)
             .timeout(Duration::from_millis(self.timeout_ms))
+            .compile_timeout(Duration::from_millis(self.compile_timeout_ms))
             .wasm_stack_bytes(self.stack_kib << 10)
             .max_output_bytes(self.max_output_bytes)
             .max_stderr_bytes(self.max_stderr_bytes)
@@ -205,6 +218,7 @@ impl LimitArgs {
             .max_component_bytes(self.max_component_bytes)
             .max_function_bytes(self.max_function_bytes)
             .max_code_bytes(self.max_code_bytes)
+            .max_compiled_bytes(self.max_compiled_bytes)
             .max_input_bytes(self.max_input_bytes)
             .max_members(self.max_members)
             .max_subtopologies(self.max_subtopologies)
@@ -245,6 +259,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::replay(args),
         Command::Serve(args) => serve(args),
         Command::Remote(command) => remote::run(command),
+        Command::CompileComponent { limits } => Ok(assignor_runtime::compiler_main(&limits)),
     };
     match result {
         Ok(code) => code,
@@ -293,12 +308,24 @@ fn read_input(path: &PathBuf, max: usize) -> anyhow::Result<String> {
     String::from_utf8(bytes).with_context(|| format!("reading {name}: not UTF-8"))
 }
 
+/// The command's runtime under `limits`: it compiles components in a child process of this
+/// very program, killed at the compile time limit, so no component can keep a core busy
+/// compiling past it.
+fn runtime(limits: Limits) -> anyhow::Result<Runtime> {
+    Ok(Runtime::builder(limits).compiler(own_path()?).build()?)
+}
+
+/// This program's path, to compile components with.
+fn own_path() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("cannot find this program's own path to compile with")
+}
+
 /// `Ok(code)`: the assignment ran (0) or failed (1); `Err`: bad arguments or input (2).
 fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
     let text = read_input(&args.input, limits.get_max_input_bytes())?;
     let (group, topology) = json::parse_input_with(&text, &limits)?;
-    let runtime = Runtime::new(limits.clone())?;
+    let runtime = runtime(limits.clone())?;
     let config: BTreeMap<String, String> = args.config.into_iter().collect();
     if !args.assignor.ends_with(".wasm") && builtin(&args.assignor).is_none() {
         anyhow::bail!(
@@ -328,11 +355,11 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
         Ok((assignment, usage)) => {
             let doc = json::assignment_doc(&group, &topology, &assignment);
             if args.json {
-                let out = serde_json::json!({
-                    "assignment": doc,
-                    "usage": json::usage_json(&usage, &limits),
-                });
-                writeln!(stdout, "{out}")?;
+                let out = Outcome {
+                    assignment: doc,
+                    usage: wire::usage_report(&usage, &limits),
+                };
+                writeln!(stdout, "{}", serde_json::to_string(&out)?)?;
             } else {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
             }
@@ -341,7 +368,7 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             if args.json {
-                writeln!(stdout, "{}", json::error_json(&e))?;
+                writeln!(stdout, "{}", serde_json::to_string(&ErrorDoc::from(&e))?)?;
             }
             eprintln!("error: {e}");
             Ok(ExitCode::FAILURE)
@@ -368,7 +395,7 @@ fn resolve_assignor(
 fn demo(limits: LimitArgs) -> anyhow::Result<ExitCode> {
     let (group, topology) = json::parse_input(DEMO_GROUP)?;
     let limits = limits.limits();
-    let runtime = Runtime::new(limits.clone())?;
+    let runtime = runtime(limits.clone())?;
     let assignor = runtime.load(SAMPLE_COMPONENT, "balanced_assignor.wasm", &BTreeMap::new())?;
     println!(
         "Loaded the sample component `{}` (sha256 {}) and ran the example group ({} members, {} \
@@ -406,10 +433,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         overrides.push(format!("{}={listen}", service_config::LISTEN));
     }
     let demo = args.broker.config.is_none();
-    let config = match &args.broker.config {
+    let mut config = match &args.broker.config {
         Some(file) => ServiceConfig::load(Some(file), &overrides)?,
         None => ServiceConfig::demo(&overrides)?,
     };
+    config.broker.compiler = Some(own_path()?);
     let service = Service::open(&config)?;
     let listener = std::net::TcpListener::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -469,7 +497,7 @@ fn demo_hints(addr: &str) -> String {
 
 fn registry(args: BrokerArgs) -> anyhow::Result<ExitCode> {
     let config = BrokerConfig::load(args.config.as_deref(), &args.overrides)?;
-    let runtime = Runtime::new(config.limits.clone())?;
+    let runtime = runtime(config.limits.clone())?;
     let registry = Registry::build(&runtime, &config)?;
     let mut out = std::io::stdout().lock();
     for (i, (entry, name)) in config.assignors.iter().zip(registry.names()).enumerate() {

@@ -22,14 +22,15 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use assignor_runtime::client::{
-    Client, ClientError, DEFAULT_SERVER, GroupDescription, Reply, TargetAssignment, UsageReport,
+    Client, ClientError, CommittedTarget, DEFAULT_SERVER, DescribedGroup, Reply, UsageReport,
 };
 use assignor_runtime::coordinator::{
     ASSIGNOR_NAME, NUM_STANDBY_REPLICAS, RACK_AWARE_ASSIGNMENT_TAGS,
 };
 use assignor_runtime::service::config::DEMO_TOKEN;
+use assignor_runtime::{Limits, Usage};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::report::report;
 use crate::{parse_key_value, read_input};
@@ -394,13 +395,21 @@ fn set_config(args: SetConfigArgs) -> anyhow::Result<ExitCode> {
             "group `{}` overrides (unset: the broker's value):",
             o.group_id
         );
-        let width = o.config.keys().map(String::len).max().unwrap_or(0);
-        for (key, value) in &o.config {
-            let value = match value {
-                Value::Null => "(unset)".to_owned(),
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+        let c = &o.config;
+        let rows = [
+            (ASSIGNOR_NAME, c.assignor_name.clone()),
+            (
+                NUM_STANDBY_REPLICAS,
+                c.num_standby_replicas.map(|n| n.to_string()),
+            ),
+            (
+                RACK_AWARE_ASSIGNMENT_TAGS,
+                c.rack_aware_assignment_tags.clone(),
+            ),
+        ];
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (key, value) in rows {
+            let value = value.unwrap_or_else(|| "(unset)".to_owned());
             println!("  {key:<width$}  {value}");
         }
     })
@@ -444,7 +453,7 @@ fn get_config(args: &GroupArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The assignor of the next computation, and why when it is not the configured one.
-fn assignor_text(d: &GroupDescription) -> String {
+fn assignor_text(d: &DescribedGroup) -> String {
     match &d.configured_assignor {
         None => format!("{} (the default; not set)", d.assignor_name),
         Some(c) if *c == d.assignor_name => c.clone(),
@@ -455,7 +464,7 @@ fn assignor_text(d: &GroupDescription) -> String {
     }
 }
 
-fn describe_text(d: &GroupDescription) {
+fn describe_text(d: &DescribedGroup) {
     let row =
         |label: &str, value: String| println!("{}", format!("{label:<18} {value}").trim_end());
     row("group", d.group_id.clone());
@@ -525,7 +534,7 @@ fn describe_text(d: &GroupDescription) {
 
 /// The contract's output JSON on stdout; epoch, assignor and usage on stderr, as
 /// `assignor assign` prints them.
-fn print_target(t: &TargetAssignment) {
+fn print_target(t: &CommittedTarget) {
     match serde_json::to_string_pretty(&t.assignment) {
         Ok(doc) => println!("{doc}"),
         Err(e) => eprintln!("error: cannot print the assignment: {e}"),
@@ -536,7 +545,8 @@ fn print_target(t: &TargetAssignment) {
 
 /// The same report a local call prints, from the service's figures.
 fn usage_report(assignor: &str, usage: &UsageReport) -> String {
-    report(assignor, &usage.usage(), &usage.limits())
+    let limits = Limits::default().with_call_limits(&usage.limits);
+    report(assignor, &Usage::from(usage), &limits)
 }
 
 /// A usage on one line, for the description.

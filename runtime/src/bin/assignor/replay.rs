@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use assignor_runtime::capture::{self, EXTENSION};
-use assignor_runtime::{Assignor, Runtime, TaskAssignorError, Usage, json};
+use assignor_runtime::protocol::ErrorDoc;
+use assignor_runtime::{Assignor, TaskAssignorError, Usage, json, wire};
 use assignor_sdk::capture::Capture;
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use clap::Args;
@@ -32,7 +33,7 @@ pub struct ReplayArgs {
 pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let capture = Capture::read(&args.file).map_err(anyhow::Error::msg)?;
     let limits = capture::limits_for(&capture);
-    let runtime = Runtime::new(limits.clone())?;
+    let runtime = crate::runtime(limits.clone())?;
     let name = match (&args.assignor, &capture.component_sha256) {
         (Some(name), _) => name.clone(),
         (None, None) => capture.assignor.clone(),
@@ -66,9 +67,9 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let replayed = match &outcome {
             Ok((assignment, usage)) => serde_json::json!({
                 "assignment": json::assignment_doc(&capture.group, &capture.topology, assignment),
-                "usage": json::usage_json(usage, &limits),
+                "usage": wire::usage_report(usage, &limits),
             }),
-            Err(e) => json::error_json(e),
+            Err(e) => serde_json::json!(ErrorDoc::from(e)),
         };
         let doc = serde_json::json!({
             "captured": {

@@ -1,0 +1,143 @@
+//! The threads async guest calls run on, in two tiers, so that a guest that computes for long
+//! cannot slow down short calls, built-ins or the requests a service answers.
+//!
+//! Every call starts on the *call threads* (one per core, normal priority). A call that has
+//! run there for [`FOREGROUND_TIME`] of its own work (time spent in its polls, not time
+//! waiting) moves, at its next yield, to the *long-call threads* (one per core), which run at
+//! the lowest scheduling priority ([`LONG_CALL_NICE`]): the kernel gives them only the CPU
+//! that the process's other threads and the short calls leave. A long call keeps every limit
+//! (its fuel and its wall-clock deadline); on a machine that is busy with other work it
+//! reaches its deadline sooner, which is the point: it is the call that waits.
+//!
+//! A call's future is boxed, so moving it between runtimes moves a pointer; its timers
+//! belong to the static runtime it was created on, which outlives it.
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::LazyLock;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+/// A call's own work on the call threads before it moves to the long-call threads: longer
+/// than a sandboxed call at 1,000 members takes (about 2.5 ms), so ordinary calls never move;
+/// short enough that a guest spinning to its deadline holds a normal-priority core for a few
+/// milliseconds only.
+pub const FOREGROUND_TIME: Duration = Duration::from_millis(10);
+
+/// The nice value of the long-call threads: the lowest priority a thread can lower itself to
+/// (on Linux, CFS gives a nice-19 thread 1.5 % of a core beside one nice-0 thread).
+pub const LONG_CALL_NICE: i32 = 19;
+
+/// A call's future, as the tiers move it.
+pub(crate) type CallFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The call threads: calls start here.
+static CALL_THREADS: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| threads("assignor-call", None));
+
+/// The long-call threads: calls that ran for [`FOREGROUND_TIME`] finish here.
+static LONG_CALL_THREADS: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| threads("assignor-long-call", Some(LONG_CALL_NICE)));
+
+/// One tier: a thread per core, each lowered to `nice` as it starts.
+fn threads(name: &'static str, nice: Option<i32>) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .thread_name(name)
+        .enable_all();
+    if let Some(nice) = nice {
+        builder.on_thread_start(move || lower_priority(nice));
+    }
+    builder.build().expect("starting the assignor call threads")
+}
+
+/// Lowers the calling thread's priority to `nice`. On Linux `setpriority(PRIO_PROCESS, 0)`
+/// applies to the calling thread alone (nice values are per thread there). A thread that
+/// cannot be lowered still runs every call correctly, only without the isolation, so it is
+/// logged, not fatal.
+fn lower_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(None, nice) {
+        tracing::warn!(nice, error = %e, "cannot lower the long-call threads' priority");
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
+/// Runs `call` on the call threads, moving it to the long-call threads once it has worked
+/// for [`FOREGROUND_TIME`], and returns its output. A panic in the call is resumed here.
+pub(crate) async fn run<T: Send + 'static>(call: CallFuture<T>) -> T {
+    let handle = CALL_THREADS.spawn(async move {
+        let mut call = call;
+        let mut worked = Duration::ZERO;
+        let done = poll_fn(|cx| {
+            let start = Instant::now();
+            let polled = call.as_mut().poll(cx);
+            worked += start.elapsed();
+            match polled {
+                Poll::Ready(output) => Poll::Ready(Some(output)),
+                Poll::Pending if worked >= FOREGROUND_TIME => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        match done {
+            Some(output) => output,
+            None => {
+                tracing::debug!(
+                    worked_us = worked.as_micros() as u64,
+                    "call moved to the long-call threads"
+                );
+                joined(LONG_CALL_THREADS.spawn(call).await)
+            }
+        }
+    });
+    joined(handle.await)
+}
+
+/// A joined call's output. The threads live as long as the process, so a join error is the
+/// call's panic: the host's bug, passed on to the caller as a blocking call would.
+fn joined<T>(joined: Result<T, tokio::task::JoinError>) -> T {
+    joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that yields without working stays on the call threads; one that works past
+    /// `FOREGROUND_TIME` between yields finishes on the long-call threads, at the lowered
+    /// priority; both return their output.
+    #[test]
+    fn long_calls_move_to_the_lowered_threads() {
+        fn thread_name() -> String {
+            std::thread::current().name().unwrap_or_default().to_owned()
+        }
+        let short = Box::pin(async {
+            tokio::task::yield_now().await;
+            thread_name()
+        });
+        let long = Box::pin(async {
+            std::thread::sleep(FOREGROUND_TIME);
+            tokio::task::yield_now().await;
+            #[cfg(target_os = "linux")]
+            let nice = rustix::process::getpriority_process(None).expect("own priority");
+            #[cfg(not(target_os = "linux"))]
+            let nice = LONG_CALL_NICE;
+            (thread_name(), nice)
+        });
+        let (short, (long, nice)) =
+            wasmtime_wasi::runtime::in_tokio(async { (run(short).await, run(long).await) });
+        assert_eq!(short, "assignor-call");
+        assert_eq!(long, "assignor-long-call");
+        assert_eq!(nice, LONG_CALL_NICE);
+    }
+
+    /// A panic in a call reaches the caller of `run`.
+    #[test]
+    #[should_panic(expected = "the call's panic")]
+    fn a_panic_reaches_the_caller() {
+        wasmtime_wasi::runtime::in_tokio(run::<()>(Box::pin(async { panic!("the call's panic") })));
+    }
+}
