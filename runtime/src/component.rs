@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
@@ -19,7 +20,7 @@ use wasmtime::{PoolConcurrencyLimitError, Store, Trap, WasmBacktrace};
 
 use crate::boundary::{self, AssignorPre, NAME_RESULT_BYTES, Output};
 use crate::cache::{self, ContentHash};
-use crate::call_threads;
+use crate::call_threads::{self, Start};
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::{self, Limits};
 use crate::runtime::{EPOCH_TICK, Runtime};
@@ -51,6 +52,9 @@ struct Loaded {
     hash: ContentHash,
     name: String,
     config: Vec<(String, String)>,
+    /// Whether the last async call failed after the guest ran: the next one then starts on
+    /// the lowest-priority threads (see `call_threads::Start::Background`).
+    failed_last: AtomicBool,
 }
 
 impl fmt::Debug for ComponentAssignor {
@@ -112,6 +116,7 @@ impl ComponentAssignor {
             hash,
             name: origin.to_owned(),
             config: config.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            failed_last: AtomicBool::new(false),
         };
         // Each sandbox is dropped before the next is made: it holds one of the runtime's
         // instance slots. A name longer than `NAME_RESULT_BYTES` is refused before it is
@@ -215,7 +220,10 @@ impl ComponentAssignor {
     /// the caller's executor. The guest yields after every [`YIELD_FUEL`] units of fuel so
     /// that calls share the threads, and a call that works for longer than
     /// [`FOREGROUND_TIME`](crate::FOREGROUND_TIME) finishes on threads of the lowest
-    /// priority, so that it cannot slow short calls down.
+    /// priority, so that it cannot slow short calls down. A call after one that failed once
+    /// the guest ran (any kind but `input-limit` and `capacity`) runs on those threads from
+    /// its start: a hostile guest fails fast, on little fuel, and would otherwise do all its
+    /// work at normal priority.
     ///
     /// The group and topology are shared because the call may outlive this future: dropping
     /// it does not stop the call early; its limits do.
@@ -225,9 +233,20 @@ impl ComponentAssignor {
         topology: Arc<Topology>,
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let loaded = Arc::clone(&self.inner);
-        call_threads::run(Box::pin(async move {
-            loaded.run(&group, &topology, Some(YIELD_FUEL), true).await
-        }))
+        let start = if loaded.failed_last.load(Ordering::Relaxed) {
+            Start::Background
+        } else {
+            Start::Foreground
+        };
+        call_threads::run(
+            Box::pin(async move {
+                let result = loaded.run(&group, &topology, Some(YIELD_FUEL), true).await;
+                let ran_and_failed = matches!(&result, Err(e) if e.kind.ran_guest());
+                loaded.failed_last.store(ran_and_failed, Ordering::Relaxed);
+                result
+            }),
+            start,
+        )
         .await
     }
 

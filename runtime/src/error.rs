@@ -65,6 +65,14 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// Whether a failure of this kind means the guest ran: every kind but `input-limit` and
+    /// `capacity`, which refuse a call before it starts (and `load`, which no call returns).
+    pub fn ran_guest(self) -> bool {
+        !matches!(self, Self::InputLimit | Self::Capacity | Self::Load)
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -531,13 +531,14 @@ const SAMPLE_GAP: Duration = Duration::from_millis(50);
 const HOSTILE_TIME: Duration = Duration::from_secs(100);
 /// Longest the whole test may take (the brief of issue 14: bounded in time).
 const TEST_TIME: Duration = Duration::from_secs(120);
-/// The ratio of C's p99 latency under load to alone that issue 14 asks for.
+/// The ratio of C's p99 latency under load to alone that issue 14 asks for. Asserted for
+/// `/health`: measured on the 2-core machine this was written on, run alone, 0.66x–1.47x over
+/// ten runs (before the calls of a failing assignor started on the long-call threads, 9.5x
+/// and 9.7x). Printed for C's assignments, whose p99 is 0.6x–4.4x of alone's: alone 1.2–5.7 ms
+/// p99, under load 1.9–7.7 ms, also with the data directory on tmpfs (so not the flush);
+/// the cause is open (see issue 14's notes).
 const GOAL_RATIO: f64 = 2.0;
-/// The p50 ratio asserted, for C's assignments and `/health` alike. The p99 ratio is printed
-/// against [`GOAL_RATIO`] but not asserted: on the 2-core machine this was written on it is
-/// the machine's, not the service's (run alone, with a fuzzer on one core: p99 7.45x for
-/// assign and 6.18x for /health, medians 1.15x; beside the other test of this module, whose
-/// load inflates the "alone" p99, 0.81x and 1.75x).
+/// The p50 ratio asserted, for C's assignments and `/health` alike.
 const MEDIAN_RATIO: f64 = 3.0;
 /// Absolute p99 bounds under load: before the host was bounded, this load took C's p99 to
 /// 16.4 s and `/health`'s to 20.7 s; measured since, 16.5 ms and 1.8 ms.
@@ -647,10 +648,14 @@ fn figures(sorted: &[Duration], alone: &[Duration]) -> (Duration, Duration, f64)
 /// than 300 MB and ends within 64 MB of its start, and its data directory stays under
 /// 32 MiB; tenant C's assignment latency and `/health`'s, measured on the same number of
 /// requests alone and under that load, in six windows of each in turn (the hostile threads
-/// paused for the windows alone), keep a p50 within 3x of alone and a p99 under
-/// 250 ms and 100 ms (figures printed, the 2x p99 goal of issue 14 reported as met or not).
-/// The test ends within 120 s.
+/// paused for the windows alone), keep a p50 within 3x of alone and a p99 under 250 ms and
+/// 100 ms, and `/health`'s p99 within 2x of alone (issue 14's goal; C's assignment p99
+/// ratio is printed, see [`GOAL_RATIO`]). The test ends within 120 s.
+///
+/// Ignored in the suite, whose other tests would load the windows unevenly (they run beside
+/// it on the same two cores): `.ci/run` runs it on its own after the suite.
 #[test]
+#[ignore = "measures latency, so it needs the machine to itself: .ci/run runs it alone"]
 fn hostile_calls_leave_a_third_tenant_responsive() {
     let began = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -770,17 +775,20 @@ fn hostile_calls_leave_a_third_tenant_responsive() {
         mib(data_end),
         began.elapsed(),
     );
-    if a_ratio.max(h_ratio) > GOAL_RATIO {
-        println!(
-            "hostile calls: issue 14's goal NOT met: p99 under load {a_ratio:.2}x (assign) and \
-             {h_ratio:.2}x (/health) of alone, goal {GOAL_RATIO}x (asserted: p50 within \
-             {MEDIAN_RATIO}x, p99 under {MAX_LOADED_ASSIGN_P99:?} and {MAX_LOADED_HEALTH_P99:?})"
-        );
-    }
     assert_eq!(done, HOSTILE_CALLS, "every hostile call was made in time");
     assert!(
         during < HOSTILE_CALLS,
         "all of C's samples were taken under load"
+    );
+    if a_ratio > GOAL_RATIO {
+        println!(
+            "hostile calls: issue 14's goal NOT met for C's assignments: p99 under load \
+             {a_ratio:.2}x of alone, goal {GOAL_RATIO}x (met for /health: {h_ratio:.2}x)"
+        );
+    }
+    assert!(
+        h_ratio <= GOAL_RATIO,
+        "/health's p99 under load {h_ratio:.2}x of alone, goal {GOAL_RATIO}x"
     );
     assert!(
         a50_ratio <= MEDIAN_RATIO && h50_ratio <= MEDIAN_RATIO,
