@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Instant;
 
-use assignor_runtime::service::config::ServiceConfig;
-use assignor_runtime::{Limits, Runtime};
+use assignor_sandbox::{Limits, Runtime};
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 
 use crate::common::example;

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use assignor_runtime::check::{self, CheckOptions, CheckReport};
-use assignor_runtime::{Assignor, ErrorKind, Limits};
+use assignor_cli::check::{self, CheckOptions, CheckReport};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{ErrorKind, Limits};
 use assignor_sdk::capture::Capture;
 use assignor_sdk::harness::{self, checks};
 use assignor_tests::guests;
@@ -202,7 +203,7 @@ fn a_capture_is_a_test_case() {
     let capture = Capture::read(largest.capture.as_ref().expect("captured")).expect("reads");
     assert_eq!(capture.group.members.len(), 1000);
 
-    let native = assignor_runtime::builtin("balanced").expect("built-in");
+    let native = assignor_coordinator::builtin("balanced").expect("built-in");
     let run = harness::native(native.as_ref());
     let assignment = run(&capture.group, &capture.topology).expect("assigns natively");
     checks::valid(&capture.group, &capture.topology, &assignment)

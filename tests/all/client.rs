@@ -6,9 +6,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use assignor_runtime::client::{Client, ClientError};
-use assignor_runtime::json::AssignmentDoc;
-use assignor_runtime::service::config::ServiceConfig;
+use assignor_client::{Client, ClientError};
+use assignor_coordinator::json::AssignmentDoc;
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::Value;
 

@@ -7,14 +7,14 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use assignor_runtime::{ComponentAssignor, Limits, Runtime, TaskAssignorError};
+use assignor_sandbox::{ComponentAssignor, Limits, Runtime, TaskAssignorError};
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use assignor_tests::{guests, watch};
 use serde_json::Value;
 
 /// The JSON contract's example group (two subtopologies, one stateless, one standby).
 pub fn example() -> (GroupSpec, Topology) {
-    assignor_runtime::json::parse_input(include_str!("../../runtime/demo/group.json"))
+    assignor_coordinator::json::parse_input(include_str!("../../runtime/demo/group.json"))
         .expect("the example group parses")
 }
 
@@ -141,7 +141,7 @@ pub fn isolated(body: impl FnOnce()) {
 }
 
 /// The `assignor` binary: integration tests only get their own package's binaries, and this
-/// one belongs to `assignor-runtime`, so a nested `cargo test --workspace --no-run` in this
+/// one belongs to `assignor-cli`, so a nested `cargo test --workspace --no-run` in this
 /// run's profile and target directory names it. Under the README's `cargo test --workspace`
 /// that build is exactly the outer one, already done: nothing compiles, and nothing the outer
 /// build made is replaced (the sample crates' `rlib`s have no hash in their file names, as

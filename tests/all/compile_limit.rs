@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use assignor_runtime::service::config::ServiceConfig;
-use assignor_runtime::{
+use assignor_sandbox::{
     COMPILE_COMMAND, DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, ErrorKind, Limits, Runtime,
 };
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::Value;
 

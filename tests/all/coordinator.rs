@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use assignor_runtime::capture;
-use assignor_runtime::config::BrokerConfig;
-use assignor_runtime::coordinator::{
+use assignor_coordinator::Registry;
+use assignor_coordinator::capture;
+use assignor_coordinator::config::BrokerConfig;
+use assignor_coordinator::store::{DirStore, MemoryStore, Store, StoreError, SyncToken};
+use assignor_coordinator::{
     ASSIGNOR_NAME, ConfigOp, Coordinator, CoordinatorError, ErrorCode, NUM_STANDBY_REPLICAS,
     RACK_AWARE_ASSIGNMENT_TAGS,
 };
-use assignor_runtime::store::{DirStore, MemoryStore, Store, StoreError, SyncToken};
-use assignor_runtime::{ErrorKind, Limits, Registry};
+use assignor_sandbox::{ErrorKind, Limits};
 use assignor_sdk::capture::Capture;
 use assignor_sdk::{Member, Topology};
 use assignor_tests::guests;

@@ -15,9 +15,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use assignor_runtime::{
-    Assignor, DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, ErrorKind,
-    Limits, json,
+use assignor_coordinator::{Assignor, json};
+use assignor_sandbox::{
+    DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, ErrorKind, Limits,
 };
 use assignor_tests::{guests, watch};
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ const MAX_CLI_OUTPUT_BYTES: u64 = 3 * MAX_MESSAGE_BYTES as u64;
 const MAX_CAPTURE_BYTES: u64 = 256 << 10;
 
 /// Runs `row` through the library in a child process of its own (see
-/// [`isolated`]): loads the subject into a [`Runtime`](assignor_runtime::Runtime) with the
+/// [`isolated`]): loads the subject into a [`Runtime`](assignor_sandbox::Runtime) with the
 /// row's limits, calls it on the row's group, and checks the failure, its message and time,
 /// the child's peak memory, and that the runtime then serves a good assignor. A group to be
 /// refused must be refused by the JSON parser, and then, parsed without the input limits, by

@@ -1,7 +1,8 @@
 //! The same input gives byte-identical output and identical fuel, and the sandboxed sample
 //! matches the native built-in output for output.
 
-use assignor_runtime::{Assignor, Limits, json};
+use assignor_coordinator::{Assignor, json};
+use assignor_sandbox::Limits;
 use assignor_tests::guests;
 
 use crate::common::{example, load, runtime};

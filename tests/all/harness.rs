@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::Limits;
+use assignor_sandbox::Limits;
 use assignor_sdk::harness::{self, Report, Run, checks, strategy};
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 use assignor_tests::guests;
@@ -58,7 +58,7 @@ fn samples_pass_in_the_sandbox_as_natively() {
     for (path, name, promises) in samples {
         let component = load(&rt, path, &[]);
         let native_assignor: Box<dyn TaskAssignor> =
-            assignor_runtime::builtin(name).expect("a built-in");
+            assignor_coordinator::builtin(name).expect("a built-in");
         let native = harness::native(native_assignor.as_ref());
         let sandbox = sandboxed(&component);
         let bounds = strategy::GroupBounds {

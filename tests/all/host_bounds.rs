@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::{DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, Limits};
+use assignor_sandbox::{DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, Limits};
 
 use crate::common::runtime;
 use crate::corpus::{self, through_library};

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use assignor_runtime::{DEFAULT_TIMEOUT, ErrorKind, Limits, TaskAssignorError};
+use assignor_sandbox::{DEFAULT_TIMEOUT, ErrorKind, Limits, TaskAssignorError};
 use assignor_tests::guests;
 
 use crate::common::{example, load, next_call_succeeds, runtime};
@@ -93,6 +93,27 @@ fn panic_message_and_location_reach_the_error() {
         error.message.contains("src/lib.rs:"),
         "location missing: {error}"
     );
+}
+
+/// A trap keeps wasmtime's error as its `source`, whose chain names the trap, while the
+/// message says it in the author's terms; equality ignores the source.
+#[test]
+fn a_trap_keeps_wasmtimes_error_as_its_source() {
+    let (error, _) = fails(guests::PANICS, Limits::default(), ErrorKind::Trap);
+    let source = std::error::Error::source(&error).expect("wasmtime's error is kept");
+    let mut chain = vec![source.to_string()];
+    let mut next = source.source();
+    while let Some(cause) = next {
+        chain.push(cause.to_string());
+        next = cause.source();
+    }
+    assert!(
+        chain.iter().any(|c| c.contains("unreachable")),
+        "the chain names the trap: {chain:?}"
+    );
+    let plain = TaskAssignorError::new(&error.assignor, error.kind, error.message.clone())
+        .with_fuel(error.fuel);
+    assert_eq!(plain, error, "the source is not part of equality");
 }
 
 /// An error returned by the guest is a guest-error carrying its message verbatim.

@@ -1,7 +1,7 @@
 //! Every rule of output validation rejects a guest that breaks it, with a message naming the
 //! rule.
 
-use assignor_runtime::{ErrorKind, Limits};
+use assignor_sandbox::{ErrorKind, Limits};
 use assignor_tests::guests;
 
 use crate::common::{example, load, runtime, try_load};

@@ -1,7 +1,7 @@
 //! Loading refuses anything that is not a component of our world importing only allowed WASI,
 //! with an error saying what to do, and caches compiled components.
 
-use assignor_runtime::{ErrorKind, Limits, Runtime};
+use assignor_sandbox::{ErrorKind, Limits, Runtime};
 use assignor_tests::guests;
 
 use crate::common::{runtime, try_load};
@@ -23,6 +23,25 @@ fn load_error(runtime: &Runtime, bytes: &[u8]) -> String {
 fn garbage_is_not_a_component() {
     let m = load_error(&runtime(Limits::default()), b"PK\x03\x04 definitely a zip");
     assert!(m.contains("not a WebAssembly file"), "{m}");
+}
+
+/// A component whose header is right but whose contents are not is refused by wasmtime's
+/// parser, whose error is kept as the `source`.
+#[test]
+fn a_broken_component_keeps_wasmtimes_error_as_its_source() {
+    let error = runtime(Limits::default())
+        .load(
+            b"\0asm\x0d\0\x01\0\x01\xff\xff",
+            "upload.wasm",
+            &Default::default(),
+        )
+        .expect_err("must not load");
+    assert_eq!(error.kind, ErrorKind::Load, "{error}");
+    let source = std::error::Error::source(&error).expect("wasmtime's error is kept");
+    assert!(
+        error.message.contains(&source.to_string()),
+        "the message says what the source says: {error} / {source}"
+    );
 }
 
 /// A core module is told apart from a component, with how to build a component.

@@ -15,10 +15,10 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use assignor_runtime::check::{self, CheckOptions};
-use assignor_runtime::{
-    Assignor, ComponentAssignor, DEFAULT_FUEL, DEFAULT_MAX_FUNCTION_BYTES, ErrorKind, Limits,
-    Runtime,
+use assignor_cli::check::{self, CheckOptions};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{
+    ComponentAssignor, DEFAULT_FUEL, DEFAULT_MAX_FUNCTION_BYTES, ErrorKind, Limits, Runtime,
 };
 use assignor_sdk::harness::suite;
 use assignor_tests::{guests, watch};
@@ -363,8 +363,8 @@ fn service_uploads_them_and_the_coordinator_runs_them() {
         "service.tenant.a.max.concurrent.assignments=4".to_owned(),
         format!("service.tenant.small.token.sha256={}", sha256_hex("small")),
     ];
-    let config = assignor_runtime::service::config::ServiceConfig::load(None, &keys)
-        .expect("valid service config");
+    let config =
+        assignor_service::config::ServiceConfig::load(None, &keys).expect("valid service config");
     let server = Server::start(&config);
 
     // The service answers 413 on the declared length and closes the connection, so the client

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::{Assignor, ErrorKind, Limits};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{ErrorKind, Limits};
 use assignor_sdk::harness::strategy::{self, GroupBounds};
 use assignor_sdk::harness::{Report, checks};
 use assignor_sdk::{GroupSpec, Topology};

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use assignor_runtime::config::BrokerConfig;
-use assignor_runtime::{KAFKA_STICKY_CLASS, Limits, Registry, RegistryError};
+use assignor_coordinator::config::BrokerConfig;
+use assignor_coordinator::{KAFKA_STICKY_CLASS, Registry, RegistryError};
+use assignor_sandbox::Limits;
 use assignor_tests::guests;
 
 use crate::common::runtime;

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::thread;
 
-use assignor_runtime::service::Service;
-use assignor_runtime::service::config::ServiceConfig;
-use assignor_runtime::store::{DirStore, LogStore, Store};
+use assignor_coordinator::store::{DirStore, LogStore, Store};
+use assignor_service::Service;
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
@@ -17,7 +17,7 @@ pub(crate) const TOKEN_ADMIN: &str = "token-of-the-admin";
 pub(crate) const GROUP_DOC: &str = include_str!("../../runtime/demo/group.json");
 
 pub(crate) fn sha256_hex(token: &str) -> String {
-    assignor_runtime::service::config::token_sha256(token)
+    assignor_service::config::token_sha256(token)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

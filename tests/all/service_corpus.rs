@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use assignor_runtime::DEFAULT_MAX_COMPONENT_BYTES;
+use assignor_sandbox::DEFAULT_MAX_COMPONENT_BYTES;
 use assignor_tests::{guests, watch};
 use serde_json::{Value, json};
 
@@ -500,7 +500,7 @@ const HOSTILE_TIMEOUT_MS: u64 = 500;
 const HOSTILE_FUEL: u64 = 20_000_000;
 /// The hostile guests, in turn, with the kinds each may end in under the limits above. A
 /// guest that computes long enough to move to the lowest-priority threads (see
-/// `assignor_runtime::FOREGROUND_TIME`) may reach its deadline before its fuel runs out when
+/// `assignor_sandbox::FOREGROUND_TIME`) may reach its deadline before its fuel runs out when
 /// the machine is busy with other work: that is the design (the long call waits), so
 /// `timeout` is allowed for every guest that computes.
 const HOSTILE: [(&str, &[&str]); 6] = [

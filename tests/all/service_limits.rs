@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
-use assignor_runtime::service::config::ServiceConfig;
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
@@ -149,7 +149,7 @@ fn admin_changes_limits_at_run_time() {
     let (status, body) = admin.delete("/v1/admin/tenants/a/limits");
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["overrides"], json!({}));
-    assert_eq!(body["limits"]["fuel"], assignor_runtime::DEFAULT_FUEL);
+    assert_eq!(body["limits"]["fuel"], assignor_sandbox::DEFAULT_FUEL);
     a.set_config("big", json!({"streams.assignor.name": "hashmap-user"}), &[]);
     let (status, body) = reassign(&a, "big", 0);
     assert_eq!(status, 200, "{body}");

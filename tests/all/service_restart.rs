@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use assignor_runtime::service::STOP_MARGIN;
+use assignor_service::STOP_MARGIN;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 

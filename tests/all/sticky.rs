@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use assignor_runtime::{Assignor, Limits};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::Limits;
 use assignor_sdk::Member;
 use assignor_sdk::harness;
 use assignor_sdk::harness::counts;

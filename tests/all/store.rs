@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use assignor_runtime::store::{DirStore, Store as _};
+use assignor_coordinator::store::{DirStore, Store as _};
 
 #[path = "../src/bin/store-writer/value.rs"]
 mod value;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use assignor_runtime::service::config::ServiceConfig;
+use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
 
 use crate::common::assignor_binary;
@@ -395,7 +395,7 @@ fn rewrites<T: serde::Serialize + serde::de::DeserializeOwned>(name: &str) {
 /// objects through a `Value`, as the service writes them).
 #[test]
 fn protocol_types_write_the_golden_bytes() {
-    use assignor_runtime::protocol::*;
+    use assignor_protocol::*;
 
     rewrites::<Health>("health");
     for name in ["assignors-built-in", "assignors-uploaded"] {
@@ -449,8 +449,8 @@ fn protocol_types_write_the_golden_bytes() {
 /// and written again, is the JSON the service sent.
 #[test]
 fn the_client_reads_every_answer_whole() {
-    use assignor_runtime::client::{Client, ClientError, LimitOverrides, Reply};
-    use assignor_runtime::protocol::FuelLimit;
+    use assignor_client::{Client, ClientError, LimitOverrides, Reply};
+    use assignor_protocol::FuelLimit;
 
     fn whole<T: serde::Serialize>(name: &str, reply: &Reply<T>) {
         let read = serde_json::to_value(&reply.body).expect("serializes");

@@ -22,7 +22,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use assignor_runtime::{Assignor, Limits, Runtime};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{Limits, Runtime};
 use assignor_sdk::harness::with_current;
 use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
 use assignor_tests::bench_input::{Mode, SEED, SIZES, generate, with_racks};

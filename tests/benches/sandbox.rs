@@ -42,7 +42,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use assignor_runtime::{Assignor, ComponentAssignor, Limits, Runtime, Usage};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{ComponentAssignor, Limits, Runtime, Usage};
 use assignor_sdk::{GroupSpec, Topology};
 use assignor_tests::bench_input::{Mode, SIZES, generate};
 use assignor_tests::guests;
@@ -90,7 +91,7 @@ fn sandbox(c: &mut Criterion) {
     let probe = load(&runtime, guests::PROBE_ECHO);
     let raw = load(&runtime, guests::PROBE_RAW);
     let probes = [("sdk", &probe), ("raw", &raw)];
-    let native = assignor_runtime::builtin("balanced").expect("`balanced` is a built-in");
+    let native = assignor_coordinator::builtin("balanced").expect("`balanced` is a built-in");
     let native_validated =
         Assignor::builtin("balanced", &Default::default()).expect("`balanced` is a built-in");
 
@@ -132,7 +133,7 @@ fn sandbox(c: &mut Criterion) {
             describe(&usage)
         );
     }
-    let tiny = assignor_runtime::json::parse_input(TINY_GROUP).expect("the tiny group parses");
+    let tiny = assignor_coordinator::json::parse_input(TINY_GROUP).expect("the tiny group parses");
     let (_, usage) = probe
         .assign_unvalidated(&tiny.0, &tiny.1)
         .unwrap_or_else(|e| panic!("probe, tiny group: {e}"));

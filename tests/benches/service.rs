@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use assignor_runtime::service::Service;
-use assignor_runtime::service::config::{ServiceConfig, token_sha256};
+use assignor_service::Service;
+use assignor_service::config::{ServiceConfig, token_sha256};
 use assignor_tests::guests;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};

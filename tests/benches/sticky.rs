@@ -18,7 +18,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use assignor_runtime::{Assignor, Limits, Runtime};
+use assignor_coordinator::Assignor;
+use assignor_sandbox::{Limits, Runtime};
 use assignor_tests::bench_input::{Mode, SIZES, generate};
 use assignor_tests::guests;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

@@ -97,7 +97,7 @@ pub fn generate(
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("gen.py writes UTF-8 JSON");
-    assignor_runtime::json::parse_input(&text)
+    assignor_coordinator::json::parse_input(&text)
         .unwrap_or_else(|e| panic!("`{command:?}` produced an unusable input: {e}"))
 }
 

@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use assignor_runtime::capture::limits_for;
+use assignor_coordinator::capture::limits_for;
 use assignor_sdk::capture::{Capture, CapturedLimits};
 use libfuzzer_sys::fuzz_target;
 

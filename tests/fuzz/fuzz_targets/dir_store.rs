@@ -9,8 +9,8 @@
 
 #![no_main]
 
+use assignor_coordinator::store::{DirStore, Store};
 use assignor_fuzz::{clear_dir, scratch_dir};
-use assignor_runtime::store::{DirStore, Store};
 use libfuzzer_sys::fuzz_target;
 use sha2::{Digest as _, Sha256};
 

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use assignor_coordinator::store::{MemoryStore, Store};
+use assignor_coordinator::{Coordinator, CoordinatorError};
 use assignor_fuzz::{broker_config, registry};
-use assignor_runtime::coordinator::{Coordinator, CoordinatorError};
-use assignor_runtime::store::{MemoryStore, Store};
 use libfuzzer_sys::fuzz_target;
 
 /// Groups up to this many tasks (and members) are also assigned: enough for every rule of the

@@ -10,8 +10,8 @@
 
 use std::collections::HashSet;
 
-use assignor_runtime::Limits;
-use assignor_runtime::json::{parse_input, parse_input_with};
+use assignor_coordinator::json::{parse_input, parse_input_with};
+use assignor_sandbox::Limits;
 use assignor_sdk::{GroupSpec, Topology};
 use libfuzzer_sys::fuzz_target;
 

@@ -10,8 +10,8 @@
 
 #![no_main]
 
+use assignor_coordinator::store::{LogStore, Store};
 use assignor_fuzz::{clear_dir, scratch_dir};
-use assignor_runtime::store::{LogStore, Store};
 use libfuzzer_sys::fuzz_target;
 
 /// A key the fuzzed log may hold too (the write then replaces it).

@@ -1,4 +1,4 @@
-//! The runtime's lifting of a guest's output (`assignor_runtime::fuzz_output`: the parallel
+//! The runtime's lifting of a guest's output (`assignor_sandbox::fuzz_output`: the parallel
 //! lists of member, subtopology and partition indices a component returns, for actives and
 //! standbys), which a hostile guest controls entirely, followed by `validate`, as the runtime
 //! runs them on every result. Neither ever panics, hangs or over-allocates on any lists
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         .iter()
         .all(|lists| lists.iter().all(|l| l.len() == lists[0].len()));
     let expected = [entries(&active), entries(&standby)];
-    let Ok(assignment) = assignor_runtime::fuzz_output(active, standby, &group, &topology) else {
+    let Ok(assignment) = assignor_sandbox::fuzz_output(active, standby, &group, &topology) else {
         return;
     };
     assert!(aligned, "lists of different lengths accepted");

@@ -11,12 +11,12 @@
 
 use std::sync::Arc;
 
+use assignor_coordinator::store::MemoryStore;
+use assignor_coordinator::{ConfigOp, Coordinator};
 use assignor_fuzz::{broker_config, registry};
-use assignor_runtime::coordinator::{ConfigOp, Coordinator};
-use assignor_runtime::protocol::LimitOverrides;
-use assignor_runtime::service::config::TenantLimits;
-use assignor_runtime::service::{fuzz_config_change, fuzz_limits_body};
-use assignor_runtime::store::MemoryStore;
+use assignor_protocol::LimitOverrides;
+use assignor_service::config::TenantLimits;
+use assignor_service::{fuzz_config_change, fuzz_limits_body};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 #![no_main]
 
 use assignor_fuzz::{clear_dir, scratch_dir};
-use assignor_runtime::service::config::ServiceConfig;
+use assignor_service::config::ServiceConfig;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

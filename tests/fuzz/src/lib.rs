@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use arbitrary::{Result, Unstructured};
-use assignor_runtime::config::{ASSIGNORS, BrokerConfig};
-use assignor_runtime::{Limits, Registry, Runtime};
+use assignor_coordinator::Registry;
+use assignor_coordinator::config::{ASSIGNORS, BrokerConfig};
+use assignor_sandbox::{Limits, Runtime};
 use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, Subtopology, TaskId,
     TaskSet, Topology,

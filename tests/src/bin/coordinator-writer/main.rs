@@ -13,10 +13,11 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use assignor_runtime::config::BrokerConfig;
-use assignor_runtime::coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, NUM_STANDBY_REPLICAS};
-use assignor_runtime::store::DirStore;
-use assignor_runtime::{Limits, Registry, Runtime};
+use assignor_coordinator::Registry;
+use assignor_coordinator::config::BrokerConfig;
+use assignor_coordinator::store::DirStore;
+use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, NUM_STANDBY_REPLICAS};
+use assignor_sandbox::{Limits, Runtime};
 use assignor_sdk::{Member, Subtopology, Topology};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

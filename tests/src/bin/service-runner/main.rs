@@ -9,8 +9,8 @@
 use std::io::Write as _;
 use std::net::TcpListener;
 
-use assignor_runtime::service::Service;
-use assignor_runtime::service::config::ServiceConfig;
+use assignor_service::Service;
+use assignor_service::config::ServiceConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keys: Vec<String> = std::env::args().skip(1).collect();

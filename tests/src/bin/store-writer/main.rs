@@ -10,7 +10,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use assignor_runtime::store::{DirStore, Store as _};
+use assignor_coordinator::store::{DirStore, Store as _};
 
 mod value;
 

@@ -1,0 +1,121 @@
+//! A tenant's view of the one shared store: every key it writes is prefixed with
+//! `tenant/<name>/`, and it loads only its own keys, so a tenant's coordinator cannot read or
+//! overwrite another tenant's groups however its group ids are spelled.
+
+use std::sync::Arc;
+
+use assignor_coordinator::store::{Store, StoreError, SyncToken};
+
+/// A [`Store`] confined to the keys under one prefix.
+#[derive(Debug)]
+pub(crate) struct Namespaced {
+    inner: Arc<dyn Store>,
+    prefix: String,
+}
+
+impl Namespaced {
+    /// The namespace of `tenant` in `inner`.
+    pub(crate) fn tenant(inner: Arc<dyn Store>, tenant: &str) -> Self {
+        Self {
+            inner,
+            // Tenant names never contain `/`, so one tenant's prefix is never a prefix of
+            // another's.
+            prefix: format!("tenant/{tenant}/"),
+        }
+    }
+}
+
+impl Store for Namespaced {
+    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        Ok(self
+            .inner
+            .load_all()?
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v)))
+            .collect())
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.inner.put(&format!("{}{key}", self.prefix), value)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.delete(&format!("{}{key}", self.prefix))
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.inner
+            .put_unsynced(&format!("{}{key}", self.prefix), value)
+    }
+
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        self.inner.sync(token)
+    }
+
+    fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
+        self.inner.sync_then(token, done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assignor_coordinator::store::MemoryStore;
+
+    /// Two tenants writing the same key keep separate values and see only their own keys.
+    #[test]
+    fn tenants_see_only_their_own_keys() {
+        let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let a = Namespaced::tenant(shared.clone(), "a");
+        let ab = Namespaced::tenant(shared.clone(), "ab");
+        a.put("group/x", b"1").expect("put");
+        ab.put("group/x", b"2").expect("put");
+        assert_eq!(
+            a.load_all().expect("load"),
+            [("group/x".into(), b"1".to_vec())]
+        );
+        assert_eq!(
+            ab.load_all().expect("load"),
+            [("group/x".into(), b"2".to_vec())]
+        );
+        a.delete("group/x").expect("delete");
+        assert!(a.load_all().expect("load").is_empty());
+        assert_eq!(shared.load_all().expect("load").len(), 1);
+    }
+
+    /// `sync_then` reaches the shared store's own (here: one that answers without syncing),
+    /// not the trait's default, which would block the caller for a flush.
+    #[test]
+    fn sync_then_is_the_shared_stores() {
+        #[derive(Debug)]
+        struct AnswersAsync;
+        impl Store for AnswersAsync {
+            fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+                Ok(Vec::new())
+            }
+            fn put(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+                Ok(())
+            }
+            fn delete(&self, _: &str) -> Result<(), StoreError> {
+                Ok(())
+            }
+            fn sync(&self, _: SyncToken) -> Result<(), StoreError> {
+                panic!("sync_then must not fall back to a blocking sync");
+            }
+            fn sync_then(
+                &self,
+                _: SyncToken,
+                done: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
+            ) {
+                done(Ok(()));
+            }
+        }
+        let tenant = Namespaced::tenant(Arc::new(AnswersAsync), "a");
+        let (tx, rx) = std::sync::mpsc::channel();
+        tenant.sync_then(
+            SyncToken::new(7),
+            Box::new(move |r| tx.send(r.is_ok()).expect("receiver")),
+        );
+        assert_eq!(rx.try_recv(), Ok(true));
+    }
+}

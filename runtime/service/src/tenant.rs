@@ -1,0 +1,595 @@
+//! One tenant's world: its runtime (its call limits), its coordinator (its groups) over its
+//! namespace of the store, its uploaded assignors, and the semaphore bounding its concurrent
+//! assignments.
+//!
+//! Everything here is synchronous and may block (store writes fsync, loads compile, trials run
+//! guests): the API calls it from `spawn_blocking`, never on the async runtime's threads.
+//! The exceptions are [`Tenant::settings`], a read lock held only to clone an `Arc`, and
+//! [`Tenant::lock`], the async side of the state's lock, for the trigger's brief steps.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use axum::http::StatusCode;
+use tokio::sync::{Mutex, MutexGuard, Semaphore};
+
+use assignor_coordinator::Assignor;
+use assignor_coordinator::BUILTIN_NAMES;
+use assignor_coordinator::Coordinator;
+use assignor_coordinator::Registry;
+use assignor_coordinator::config::BrokerConfig;
+use assignor_coordinator::json::parse_input;
+use assignor_coordinator::store::Store;
+use assignor_protocol::{LimitOverrides, UploadReport, UsageReport};
+use assignor_sandbox::ComponentAssignor;
+use assignor_sandbox::Runtime;
+use assignor_sandbox::{CacheRef, SharedDir};
+
+use super::StartError;
+use super::config::{TenantConfig, TenantLimits};
+use super::error::ApiError;
+use super::namespace::Namespaced;
+
+/// Store keys of uploaded components (inside the tenant's namespace) start with this.
+const ASSIGNOR_KEY_PREFIX: &str = "assignor/";
+/// Store key (inside the tenant's namespace) of the admin's [`LimitOverrides`], as JSON.
+const LIMITS_KEY: &str = "limits";
+/// The group an upload's trial assignment runs on: the JSON contract's example (3 members on
+/// 2 processes, a stateful subtopology with standbys and rack tags, a stateless one), small
+/// enough to cost nothing and rich enough to exercise every output rule.
+const TRIAL_GROUP: &str = include_str!("../../demo/group.json");
+/// Instance slots beyond `max.concurrent.assignments` in a tenant's runtime: an upload's load
+/// takes one while it reads `name()` and runs `configure`.
+const EXTRA_INSTANCE_SLOTS: u32 = 1;
+
+/// An uploaded assignor, as listed.
+#[derive(Debug)]
+pub(crate) struct Upload {
+    pub(crate) sha256: String,
+    pub(crate) bytes: usize,
+    /// Keeps its compiled entry in the cache while the upload is live.
+    _cached: CacheRef,
+}
+
+/// What the tenant's lock guards: the coordinator (whose registry holds the uploads) and the
+/// upload list, changed together.
+#[derive(Debug)]
+pub(crate) struct TenantState {
+    pub(crate) coordinator: Coordinator,
+    pub(crate) uploads: BTreeMap<String, Upload>,
+    /// Keep the compiled entries of the registry's broker-configured components in the cache.
+    _broker_cached: Vec<CacheRef>,
+}
+
+/// A tenant's limits in force and what enforces them. Replaced whole when an admin changes
+/// the limits; work already started keeps the settings it started with.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// The effective limits: the file's, with the admin's overrides on top.
+    pub(crate) limits: TenantLimits,
+    /// The admin's overrides (empty when none).
+    pub(crate) overrides: LimitOverrides,
+    runtime: Runtime,
+    /// `limits.max_concurrent_assignments` permits. A change of limits brings a new
+    /// semaphore: calls holding the old one's permits finish under the old bound.
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+impl Settings {
+    /// The report of `usage`, with these limits beside the figures.
+    pub(crate) fn usage_report(&self, usage: &assignor_sandbox::Usage) -> UsageReport {
+        assignor_sandbox::wire::usage_report(usage, self.runtime.limits())
+    }
+
+    /// The limits of the tenant's calls, input limits included (what a group document is
+    /// parsed under).
+    pub(crate) fn call_limits(&self) -> &assignor_sandbox::Limits {
+        self.runtime.limits()
+    }
+}
+
+/// One tenant.
+#[derive(Debug)]
+pub(crate) struct Tenant {
+    pub(crate) name: String,
+    broker: BrokerConfig,
+    /// The service's compiled-component cache, shared by every tenant.
+    cache: Arc<SharedDir>,
+    /// The limits the config file gives, before any admin override.
+    configured: TenantLimits,
+    store: Arc<dyn Store>,
+    /// Names an upload may never take: every built-in, listed or not, and the broker's
+    /// configured entries.
+    reserved: Vec<String>,
+    state: Mutex<TenantState>,
+    settings: RwLock<Arc<Settings>>,
+}
+
+/// Which checks an upload has passed so far, for the answer whether it passes or not.
+#[derive(Debug, Default)]
+pub(crate) struct Checks(Vec<String>);
+
+impl Checks {
+    /// The upload failed `check`: the answer names it, says why and lists what passed.
+    pub(crate) fn reject(&self, status: StatusCode, check: &str, message: String) -> ApiError {
+        ApiError::new(
+            status,
+            "ASSIGNOR_REJECTED",
+            format!("upload rejected: {message}"),
+        )
+        .with("check", check)
+        .with("passed", self.0.clone())
+    }
+}
+
+/// A loaded upload waiting for its name and trial checks.
+#[derive(Debug)]
+pub(crate) struct LoadedUpload {
+    assignor: ComponentAssignor,
+    checks: Checks,
+    /// Taken before the load: the entry it compiled stays until the upload is committed or
+    /// dropped.
+    cached: CacheRef,
+}
+
+/// A passed upload, ready to commit.
+#[derive(Debug)]
+pub(crate) struct CheckedUpload {
+    assignor: ComponentAssignor,
+    /// The answer, `replaced` still to be set by the commit.
+    pub(crate) report: UploadReport,
+    cached: CacheRef,
+}
+
+/// The runtime enforcing `limits` for a tenant: its engine, instance pool and deadlines, and
+/// its compiles, in a child process (the broker config's compiler, which `assignor serve`
+/// sets to itself) killed past the tenant's `compile.timeout.ms`, so an upload that would
+/// compile for minutes frees its core at the limit. `max.component.bytes` binds uploads
+/// (checked before they load), not the runtime: a lower limit must not stop the tenant's
+/// stored uploads from reloading.
+fn runtime_for(
+    limits: &TenantLimits,
+    broker: &BrokerConfig,
+    cache: &SharedDir,
+) -> anyhow::Result<Runtime> {
+    let runtime_max = broker.limits.get_max_component_bytes();
+    let runtime_limits = broker
+        .limits
+        .clone()
+        .fuel(limits.fuel)
+        .memory_bytes(limits.memory_bytes)
+        .timeout(limits.timeout)
+        .compile_timeout(limits.compile_timeout)
+        .max_input_bytes(limits.max_input_bytes)
+        .max_component_bytes(runtime_max.max(limits.max_component_bytes))
+        .max_concurrent_calls(
+            u32::try_from(limits.max_concurrent_assignments)
+                .unwrap_or(u32::MAX)
+                .saturating_add(EXTRA_INSTANCE_SLOTS),
+        );
+    let mut builder = Runtime::builder(runtime_limits).cache_dir(cache.path());
+    if let Some(program) = &broker.compiler {
+        builder = builder.compiler(program);
+    }
+    let runtime = builder.build()?;
+    cache.register(&runtime);
+    Ok(runtime)
+}
+
+/// References to the cache entries of `registry`'s components (the broker's), taken once it
+/// is built. No other tenant can collect them meanwhile: every tenant's registry has the
+/// same broker components, and holds them.
+fn hold_components(cache: &Arc<SharedDir>, registry: &Registry) -> Vec<CacheRef> {
+    registry
+        .names()
+        .filter_map(|name| match registry.get(name) {
+            Some(Assignor::Component(c)) => Some(cache.hold(c.sha256())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The broker's registry plus every upload among `entries` (the tenant's store), loaded on
+/// `runtime`, each holding its entry in `cache`; an upload that does not load (or whose
+/// `name()` changed) is returned as (its name, why).
+fn load_registry(
+    runtime: &Runtime,
+    cache: &Arc<SharedDir>,
+    broker: &BrokerConfig,
+    registry: Registry,
+    entries: &[(String, Vec<u8>)],
+) -> Result<(Registry, BTreeMap<String, Upload>), (String, String)> {
+    let mut registry = registry;
+    let mut uploads = BTreeMap::new();
+    for (key, bytes) in entries {
+        let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) else {
+            continue;
+        };
+        let cached = cache.hold_bytes(bytes);
+        let assignor = runtime
+            .load(bytes, name, broker.originals())
+            .map_err(|e| (name.to_owned(), e.to_string()))?;
+        if assignor.name() != name {
+            return Err((
+                name.to_owned(),
+                format!("its name() is now `{}`", assignor.name()),
+            ));
+        }
+        uploads.insert(
+            name.to_owned(),
+            Upload {
+                sha256: assignor.sha256(),
+                bytes: bytes.len(),
+                _cached: cached,
+            },
+        );
+        registry.insert(Assignor::Component(Arc::new(assignor)));
+    }
+    Ok((registry, uploads))
+}
+
+impl Tenant {
+    /// Opens the tenant: its limits (the file's, then any stored admin overrides), its
+    /// runtime (compiled components cached in `cache`), the broker's registry plus every
+    /// upload in its namespace, and its coordinator. An upload that no longer loads stops
+    /// startup, naming tenant and assignor: it was checked when uploaded, so this means the
+    /// runtime or the tenant's limits changed underneath it.
+    pub(crate) fn open(
+        config: &TenantConfig,
+        broker: &BrokerConfig,
+        store: Arc<dyn Store>,
+        cache: &Arc<SharedDir>,
+    ) -> Result<Self, StartError> {
+        let tenant = config.name.clone();
+        let store_error = |message: String| StartError::Store {
+            tenant: tenant.clone(),
+            message,
+        };
+        let store: Arc<dyn Store> = Arc::new(Namespaced::tenant(store, &tenant));
+        let entries = store.load_all().map_err(|e| store_error(e.to_string()))?;
+        let overrides: LimitOverrides = match entries.iter().find(|(k, _)| k == LIMITS_KEY) {
+            Some((_, bytes)) => serde_json::from_slice(bytes)
+                .map_err(|e| store_error(format!("its stored limits cannot be read: {e}")))?,
+            None => LimitOverrides::default(),
+        };
+        let limits = config
+            .limits
+            .with_overrides(&overrides)
+            .map_err(|m| store_error(format!("its stored limits are invalid: {m}")))?;
+        let runtime = runtime_for(&limits, broker, cache).map_err(|e| StartError::Engine {
+            tenant: tenant.clone(),
+            message: format!("{e:#}"),
+        })?;
+        let registry =
+            Registry::build(&runtime, broker).map_err(|source| StartError::Registry {
+                tenant: tenant.clone(),
+                source: Box::new(source),
+            })?;
+        let broker_cached = hold_components(cache, &registry);
+        let reserved: Vec<String> = BUILTIN_NAMES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(registry.names().map(str::to_owned))
+            .collect();
+        let (registry, uploads) = load_registry(&runtime, cache, broker, registry, &entries)
+            .map_err(|(assignor, message)| StartError::Upload {
+                tenant: tenant.clone(),
+                assignor,
+                message,
+            })?;
+        for name in uploads.keys() {
+            tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
+        }
+        let coordinator = Coordinator::open(registry, broker, store.clone())
+            .map_err(|source| store_error(source.to_string()))?
+            .with_state_limits(limits.state_limits());
+        let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
+        Ok(Self {
+            name: tenant,
+            broker: broker.clone(),
+            cache: cache.clone(),
+            configured: config.limits.clone(),
+            store,
+            reserved,
+            state: Mutex::new(TenantState {
+                coordinator,
+                uploads,
+                _broker_cached: broker_cached,
+            }),
+            settings: RwLock::new(Arc::new(Settings {
+                limits,
+                overrides,
+                runtime,
+                permits,
+            })),
+        })
+    }
+
+    /// The tenant's state, for code on the blocking pool (or any thread outside the async
+    /// runtime), which may wait for it.
+    ///
+    /// An async lock, so that async threads wait for it without blocking ([`Self::lock`]):
+    /// it is held only briefly (an in-memory change and a buffered write, or a flush for a
+    /// rare durable change), but often, by every trigger. A panic while it was held cannot
+    /// leave it half-changed (every change is built on a copy and persisted before it is
+    /// swapped in), and tokio's lock has no poisoning.
+    pub(crate) fn state(&self) -> MutexGuard<'_, TenantState> {
+        self.state.blocking_lock()
+    }
+
+    /// The tenant's state, for brief work on async threads: waits without blocking the thread.
+    /// The guard must not be held across an `.await`, nor during anything slow.
+    pub(crate) async fn lock(&self) -> MutexGuard<'_, TenantState> {
+        self.state.lock().await
+    }
+
+    /// The limits in force now. Cheap and never blocks on other work: safe on async threads.
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        self.settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the admin's overrides of this tenant's limits with `overrides` (empty: back
+    /// to the file's values), all or nothing: the new limits are checked, every upload is
+    /// reloaded under them (one that no longer loads refuses the change, named), the
+    /// overrides are stored, and only then do new calls see them.
+    pub(crate) fn set_limits(&self, overrides: LimitOverrides) -> Result<Arc<Settings>, ApiError> {
+        let limits = self
+            .configured
+            .with_overrides(&overrides)
+            .map_err(ApiError::bad_request)?;
+        let runtime = runtime_for(&limits, &self.broker, &self.cache).map_err(|e| {
+            ApiError::internal(format!("cannot create an engine for these limits: {e:#}"))
+        })?;
+        let registry = Registry::build(&runtime, &self.broker).map_err(|e| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "POLICY_VIOLATION",
+                format!(
+                    "the broker's assignors do not load under these limits, nothing changed: {e}"
+                ),
+            )
+        })?;
+        let broker_cached = hold_components(&self.cache, &registry);
+        let mut state = self.state();
+        let entries = self.store.load_all().map_err(|e| {
+            ApiError::internal(format!(
+                "reading the tenant's uploads failed, nothing changed: {e}"
+            ))
+        })?;
+        let (registry, uploads) =
+            load_registry(&runtime, &self.cache, &self.broker, registry, &entries).map_err(
+                |(assignor, message)| {
+                    ApiError::new(
+                        StatusCode::CONFLICT,
+                        "POLICY_VIOLATION",
+                        format!(
+                            "upload `{assignor}` does not load under these limits ({message}); \
+                         nothing changed"
+                        ),
+                    )
+                    .with("assignor", assignor)
+                },
+            )?;
+        let stored = if overrides == LimitOverrides::default() {
+            self.store.delete(LIMITS_KEY)
+        } else {
+            self.store.put(
+                LIMITS_KEY,
+                &serde_json::to_vec(&overrides).expect("limits always serialize"),
+            )
+        };
+        stored.map_err(|e| {
+            ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
+        })?;
+        *state.coordinator.registry_mut() = registry;
+        state.coordinator.set_state_limits(limits.state_limits());
+        state.uploads = uploads;
+        state._broker_cached = broker_cached;
+        let settings = Arc::new(Settings {
+            permits: Arc::new(Semaphore::new(limits.max_concurrent_assignments)),
+            limits,
+            overrides,
+            runtime,
+        });
+        *self
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = settings.clone();
+        Ok(settings)
+    }
+
+    /// An upload's first check, made before its body is read: its size (declared, when the
+    /// client sent it) over the tenant's `max.component.bytes`.
+    pub(crate) fn oversized(tenant: &str, max: usize, size: Option<u64>) -> ApiError {
+        let size = size.map_or_else(String::new, |s| format!(" is {s} bytes,"));
+        Checks::default()
+            .reject(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "size",
+                format!(
+                    "the component{size} over this tenant's {max}-byte limit \
+                     (service.tenant.{tenant}.max.component.bytes); make it smaller"
+                ),
+            )
+            .with("limit", max)
+    }
+
+    /// The size check an upload read within `max` bytes has passed.
+    pub(crate) fn size_passed(max: usize, bytes: usize) -> Checks {
+        Checks(vec![format!("size: {bytes} bytes, limit {max}")])
+    }
+
+    /// An upload's load: a component of this world and version importing only the allowed
+    /// WASI, compiled, its `name()` read and `configure` run on the broker config. The
+    /// caller bounds it with the tenant's `compile.timeout.ms`.
+    pub(crate) fn load_upload(
+        &self,
+        settings: &Settings,
+        mut checks: Checks,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<LoadedUpload, ApiError> {
+        let cached = self.cache.hold_bytes(bytes);
+        let assignor = settings
+            .runtime
+            .load(bytes, name, self.broker.originals())
+            .map_err(|e| {
+                checks
+                    .reject(StatusCode::UNPROCESSABLE_ENTITY, "load", e.to_string())
+                    .with("kind", e.kind.as_str())
+            })?;
+        checks.0.push(format!(
+            "component of `{}` importing only allowed WASI; compiled; name() and configure() ran",
+            assignor_sandbox::EXPORT_NAME
+        ));
+        Ok(LoadedUpload {
+            assignor,
+            checks,
+            cached,
+        })
+    }
+
+    /// An upload's last checks: `name()` equal to `name` and not a reserved name; a valid
+    /// trial assignment on [`TRIAL_GROUP`] within the tenant's limits.
+    pub(crate) fn check_loaded(
+        &self,
+        settings: &Settings,
+        loaded: LoadedUpload,
+        name: &str,
+        bytes: usize,
+    ) -> Result<CheckedUpload, ApiError> {
+        let LoadedUpload {
+            assignor,
+            mut checks,
+            cached,
+        } = loaded;
+        let invalid = StatusCode::UNPROCESSABLE_ENTITY;
+        if assignor.name() != name {
+            return Err(checks.reject(
+                invalid,
+                "name",
+                format!(
+                    "the component's name() is `{}`, but it was uploaded as `{name}`; upload it \
+                     under its own name",
+                    assignor.name()
+                ),
+            ));
+        }
+        if self.reserved.iter().any(|r| r == name) {
+            return Err(checks.reject(
+                invalid,
+                "name",
+                format!(
+                    "`{name}` is the name of a built-in or broker-configured assignor; rename \
+                     yours"
+                ),
+            ));
+        }
+        checks
+            .0
+            .push(format!("name() is `{name}`, not a built-in's"));
+        let (group, topology) = parse_input(TRIAL_GROUP).expect("the trial group parses");
+        let (_, usage) = assignor.assign(&group, &topology).map_err(|e| {
+            checks
+                .reject(
+                    invalid,
+                    "trial",
+                    format!("the trial assignment failed: {e}"),
+                )
+                .with("kind", e.kind.as_str())
+        })?;
+        checks.0.push(format!(
+            "trial assignment of the example group ({} members, {} tasks) is valid",
+            group.members.len(),
+            topology.tasks().count()
+        ));
+        let report = UploadReport {
+            assignor: name.to_owned(),
+            bytes: bytes as u64,
+            checks: checks.0,
+            replaced: false,
+            sha256: assignor.sha256(),
+            trial: settings.usage_report(&usage),
+        };
+        Ok(CheckedUpload {
+            assignor,
+            report,
+            cached,
+        })
+    }
+
+    /// Stores a checked upload and makes it selectable, replacing any previous upload of the
+    /// name atomically: the store write comes first, so a failed write changes nothing, and
+    /// groups see either the old assignor or the new one. Returns whether it replaced one.
+    pub(crate) fn commit_upload(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        checked: CheckedUpload,
+    ) -> Result<bool, ApiError> {
+        let mut state = self.state();
+        let replaced = state.uploads.contains_key(name);
+        let max = self.settings().limits.max_assignors;
+        if !replaced && state.uploads.len() >= max {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "POLICY_VIOLATION",
+                format!(
+                    "this tenant already keeps {} uploaded assignors, its limit is {max}; delete \
+                     one first",
+                    state.uploads.len()
+                ),
+            ));
+        }
+        self.store
+            .put(&format!("{ASSIGNOR_KEY_PREFIX}{name}"), bytes)
+            .map_err(|e| {
+                ApiError::internal(format!("storing the upload failed, nothing changed: {e}"))
+            })?;
+        let upload = Upload {
+            sha256: checked.assignor.sha256(),
+            bytes: bytes.len(),
+            _cached: checked.cached,
+        };
+        state
+            .coordinator
+            .registry_mut()
+            .insert(Assignor::Component(Arc::new(checked.assignor)));
+        state.uploads.insert(name.to_owned(), upload);
+        Ok(replaced)
+    }
+
+    /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):
+    /// silently moving those groups to the default assignor would change their assignments
+    /// behind their owners' backs.
+    pub(crate) fn delete_upload(&self, name: &str) -> Result<(), ApiError> {
+        let mut state = self.state();
+        if !state.uploads.contains_key(name) {
+            return Err(ApiError::assignor_not_found(name));
+        }
+        let users = state.coordinator.groups_using(name);
+        if !users.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "ASSIGNOR_IN_USE",
+                format!(
+                    "groups select `{name}` with streams.assignor.name: {}; point them at \
+                     another assignor (or delete their setting) first",
+                    users.join(", ")
+                ),
+            )
+            .with("groups", users));
+        }
+        self.store
+            .delete(&format!("{ASSIGNOR_KEY_PREFIX}{name}"))
+            .map_err(|e| {
+                ApiError::internal(format!("deleting the upload failed, nothing changed: {e}"))
+            })?;
+        state.coordinator.registry_mut().remove(name);
+        state.uploads.remove(name);
+        Ok(())
+    }
+}
