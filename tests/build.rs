@@ -91,13 +91,12 @@ const GUESTS: &[(&str, Expect)] = &[
     ("same-process-standby", Expect::InvalidOutput),
 ];
 
-/// Sample assignors (directory under `sample-assignors/`, package, whether it needs a build
-/// of its own — see [`Guest::separate`]) the tests also run; they must behave.
-const SAMPLES: &[(&str, &str, bool)] = &[
-    ("balanced", "balanced-assignor", false),
-    ("sticky", "sticky-assignor", false),
-    // Uses `sticky-assignor` as a library.
-    ("rack-aware", "rack-aware-assignor", true),
+/// Sample assignors (directory under `sample-assignors/`, the package of its component crate)
+/// the tests also run; they must behave.
+const SAMPLES: &[(&str, &str)] = &[
+    ("balanced", "balanced-assignor-component"),
+    ("sticky", "sticky-assignor-component"),
+    ("rack-aware", "rack-aware-assignor-component"),
 ];
 
 fn main() {
@@ -107,11 +106,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", guests_dir.display());
     check_classified(&guests_dir);
 
-    let samples = SAMPLES.iter().map(|&(dir, package, separate)| {
+    let samples = SAMPLES.iter().map(|&(dir, package)| {
         let guest = Guest {
             package: package.to_owned(),
             dir: workspace.join("sample-assignors").join(dir),
-            separate,
         };
         (guest, dir, Expect::Ok)
     });
@@ -121,7 +119,6 @@ fn main() {
             let guest = Guest {
                 package: format!("guest-{dir}"),
                 dir: guests_dir.join(dir),
-                separate: false,
             };
             (guest, dir, expect)
         })

@@ -10,9 +10,8 @@ fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = workspace_root(&manifest, 2);
     let guests = [Guest {
-        package: "balanced-assignor".into(),
+        package: "balanced-assignor-component".into(),
         dir: workspace.join("sample-assignors/balanced"),
-        separate: false,
     }];
     let target_dir = build(&workspace, &guests);
     for guest in &guests {

@@ -144,9 +144,7 @@ pub fn isolated(body: impl FnOnce()) {
 /// one belongs to `assignor-cli`, so a nested `cargo test --workspace --no-run` in this
 /// run's profile and target directory names it. Under the README's `cargo test --workspace`
 /// that build is exactly the outer one, already done: nothing compiles, and nothing the outer
-/// build made is replaced (the sample crates' `rlib`s have no hash in their file names, as
-/// they are also `cdylib`s, so a build with other features would overwrite them). Cargo holds
-/// no build lock while tests run.
+/// build made is replaced. Cargo holds no build lock while tests run.
 pub fn assignor_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {

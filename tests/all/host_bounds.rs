@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use assignor_sandbox::{DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, Limits};
+use assignor_sandbox::{
+    DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_FUNCTION_BYTES, Limits, MAX_CORE_INSTANCES,
+};
 
 use crate::common::runtime;
 use crate::corpus::{self, through_library};
@@ -33,6 +35,45 @@ fn code_at_the_code_limits_fits_the_compiled_limit() {
         error.message.contains("not an assignor"),
         "compiled within the limits, refused for its exports only: {error}"
     );
+}
+
+/// A component that instantiates one more core module than a call's budget in the instance
+/// pool is refused at load, naming the budget (the pool could never run it: every call would
+/// be refused for capacity); one at the budget passes that check.
+#[test]
+fn more_core_instances_than_a_call_may_have_are_refused() {
+    use wasm_encoder::{Component, InstanceSection, Module, ModuleArg, ModuleSection};
+    let instantiating = |count: u32| {
+        let mut instances = InstanceSection::new();
+        for _ in 0..count {
+            instances.instantiate(0, std::iter::empty::<(&str, ModuleArg)>());
+        }
+        let mut component = Component::new();
+        component.section(&ModuleSection(&Module::new()));
+        component.section(&instances);
+        component.finish()
+    };
+    let runtime = runtime(Limits::default());
+    let over = runtime
+        .load(
+            &instantiating(MAX_CORE_INSTANCES + 1),
+            "many.wasm",
+            &BTreeMap::new(),
+        )
+        .expect_err("over the budget");
+    assert!(
+        over.message
+            .contains(&format!("more than {MAX_CORE_INSTANCES} core modules")),
+        "{over}"
+    );
+    let at = runtime
+        .load(
+            &instantiating(MAX_CORE_INSTANCES),
+            "many.wasm",
+            &BTreeMap::new(),
+        )
+        .expect_err("it exports nothing");
+    assert!(at.message.contains("not an assignor"), "{at}");
 }
 
 /// A 1 GiB file given as a component is refused by its size, naming the limit, without

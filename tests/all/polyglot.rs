@@ -90,14 +90,22 @@ const SAMPLES: [&Sample; 2] = [&PYTHON, &JS];
 /// machine, against a default of 10 s.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The default limits with the code limits, compile time and fuel set for `sample`: memory,
-/// call time and output stay at their production defaults.
+/// Concurrent calls the samples' runtimes allow: as many as this module's tests can make at
+/// once on one sample (the four that call it), and few, as a service tenant's runtime is. The
+/// instance pool budgets `MAX_CORE_INSTANCES` per call; when it budgeted 8, four slots held
+/// 32 core instances, fewer than the Python component's 38, and every call was refused as
+/// `capacity`.
+const CONCURRENT_CALLS: u32 = 4;
+
+/// The default limits with the code limits, compile time and fuel set for `sample`, and
+/// [`CONCURRENT_CALLS`]: memory, call time and output stay at their production defaults.
 fn limits(sample: &Sample) -> Limits {
     Limits::default()
         .max_function_bytes(sample.max_function_bytes)
         .max_code_bytes(sample.max_code_bytes)
         .compile_timeout(COMPILE_TIMEOUT)
         .fuel(Some(sample.fuel))
+        .max_concurrent_calls(CONCURRENT_CALLS)
 }
 
 fn workspace() -> &'static Path {

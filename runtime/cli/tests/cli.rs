@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use assignor_coordinator::json::AssignmentDoc;
 
-const SAMPLE: &str = env!("BALANCED_ASSIGNOR_WASM");
+const SAMPLE: &str = env!("BALANCED_ASSIGNOR_COMPONENT_WASM");
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../demo/group.json");
 
 fn assignor(args: &[&str], stdin: Option<&str>) -> Output {

@@ -378,11 +378,13 @@ impl AssignmentJob {
         CompletedJob { job: self, outcome }
     }
 
-    /// [`run`](Self::run) for async code, inside a Tokio runtime. A component runs on the
-    /// runtime's call threads, awaited without a thread
-    /// ([`ComponentAssignor::assign_async`](assignor_sandbox::ComponentAssignor::assign_async)); a
-    /// built-in is native code that cannot yield, so it runs on Tokio's blocking pool.
-    pub async fn run_async(self) -> CompletedJob {
+    /// [`run`](Self::run) for async code, on any executor: a component runs on the sandbox's
+    /// call threads, awaited without a thread
+    /// ([`ComponentAssignor::assign_async`](assignor_sandbox::ComponentAssignor::assign_async)).
+    /// A built-in is native code that cannot yield, so the job comes back as `Err` for the
+    /// caller to [`run`](Self::run) on threads of its choice that may block (the coordinator
+    /// picks no executor).
+    pub async fn run_async(self) -> Result<CompletedJob, Self> {
         match &self.assignor {
             Assignor::Component(c) => {
                 let outcome = Assignor::report(
@@ -391,17 +393,9 @@ impl AssignmentJob {
                     c.assign_async(Arc::clone(&self.spec), Arc::clone(&self.topology))
                         .await,
                 );
-                CompletedJob { job: self, outcome }
+                Ok(CompletedJob { job: self, outcome })
             }
-            Assignor::BuiltIn { .. } => {
-                let span = tracing::Span::current();
-                match tokio::task::spawn_blocking(move || span.in_scope(|| self.run())).await {
-                    Ok(done) => done,
-                    // A built-in's panic is caught by `Assignor::assign`; the task is only
-                    // cancelled when the runtime shuts down, which drops this future too.
-                    Err(e) => std::panic::resume_unwind(e.into_panic()),
-                }
-            }
+            _ => Err(self),
         }
     }
 }
@@ -529,7 +523,7 @@ impl Pending {
     /// [`wait`](Self::wait) for async code: no thread waits for the flush
     /// ([`Store::sync_then`]), so any number of commits can wait for their shared flush.
     pub async fn durable(self) -> Result<(), CoordinatorError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (tx, rx) = futures_channel::oneshot::channel();
         self.store.sync_then(
             self.token,
             Box::new(move |result| {

@@ -3,6 +3,10 @@
 //! configs, epochs and target assignments (a failed call keeps the previous target), the
 //! stores that keep them, captures of failed calls, and the JSON input contract.
 //!
+//! It picks no executor and speaks no HTTP: async callers await a component's call and a
+//! commit's flush on whatever runtime they use, and run built-ins (native code that cannot
+//! yield) where they may block; the service turns its errors into status codes.
+//!
 //! # Layout
 //!
 //! - `assignor`: [`Assignor`] — built-in or component behind one validated call.

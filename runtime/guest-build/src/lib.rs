@@ -17,39 +17,24 @@ use std::process::Command;
 /// The guest target.
 pub const TARGET: &str = "wasm32-wasip2";
 
-/// A guest crate to build: its package name and its directory (for change detection).
+/// A guest crate to build: its package name and the directory its code is in (for change
+/// detection).
 #[derive(Debug, Clone)]
 pub struct Guest {
-    /// Cargo package name, e.g. `balanced-assignor`.
+    /// Cargo package name, e.g. `balanced-assignor-component`.
     pub package: String,
-    /// The crate's directory.
+    /// The directory whose changes rebuild it: the crate's, or for a sample's thin component
+    /// crate the sample's (the library and, inside it, the component crate).
     pub dir: PathBuf,
-    /// Build this guest in a cargo invocation and target directory of its own
-    /// (`<target>/guests/<package>`). Needed when it uses another guest crate as a library
-    /// with that crate's `component` feature off: cargo unifies features across one build, so
-    /// building both together would turn the feature back on and the two crates' component
-    /// exports would collide at link time; and cargo also links a `cdylib` dependency as a
-    /// component (without exports) under the dependency's own file name, which would
-    /// overwrite the real one in a shared target directory.
-    pub separate: bool,
 }
 
 impl Guest {
     /// The component file the build produces for this guest.
     pub fn artifact(&self, target_dir: &Path) -> PathBuf {
-        self.target_dir(target_dir)
+        target_dir
             .join(TARGET)
             .join("release")
             .join(format!("{}.wasm", self.package.replace('-', "_")))
-    }
-
-    /// The target directory this guest is built in, given the shared one [`build`] returns.
-    pub fn target_dir(&self, shared: &Path) -> PathBuf {
-        if self.separate {
-            shared.join(&self.package)
-        } else {
-            shared.to_path_buf()
-        }
     }
 }
 
@@ -82,18 +67,16 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.join("target"))
         .join("guests");
-    let (together, separate): (Vec<&Guest>, Vec<&Guest>) = guests.iter().partition(|g| !g.separate);
-    if !together.is_empty() {
-        cargo_build(workspace, &target_dir, &together);
-    }
-    for guest in separate {
-        cargo_build(workspace, &guest.target_dir(&target_dir), &[guest]);
+    if !guests.is_empty() {
+        cargo_build(workspace, &target_dir, guests);
     }
     target_dir
 }
 
-/// Runs one nested release build of `guests` into `target_dir`.
-fn cargo_build(workspace: &Path, target_dir: &Path, guests: &[&Guest]) {
+/// Runs one nested release build of `guests` into `target_dir`. One build for all: the sample
+/// libraries are plain rlibs (their components are thin crates of their own), so nothing in
+/// it needs features turned off or links a `cdylib` dependency.
+fn cargo_build(workspace: &Path, target_dir: &Path, guests: &[Guest]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)

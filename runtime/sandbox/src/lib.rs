@@ -76,5 +76,5 @@ pub use limits::{
     DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
     DEFAULT_WASM_STACK_BYTES, InputLimitError, Limits, bytes as byte_count, cut,
 };
-pub use runtime::{EPOCH_TICK, EXPORT_NAME, Runtime, RuntimeBuilder};
+pub use runtime::{EPOCH_TICK, EXPORT_NAME, MAX_CORE_INSTANCES, Runtime, RuntimeBuilder};
 pub use usage::Usage;

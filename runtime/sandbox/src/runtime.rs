@@ -39,9 +39,12 @@ use crate::wasi::{self, CallState};
 /// How often the epoch advances; wall-clock deadlines are rounded up to it.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// Core instances (and tables) budgeted per component in the instance pool: a Rust
-/// `wasm32-wasip2` component has its module plus a few adapter shims.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+/// Core instances one call may create, and tables it may hold: what the instance pool budgets
+/// per call slot. A Rust `wasm32-wasip2` component instantiates its module and a few adapter
+/// shims (2–8), componentize-py's Python 38. A component that instantiates more is refused at
+/// load, naming the count: the pool could never run it, and every call would fail as
+/// `capacity` instead.
+pub const MAX_CORE_INSTANCES: u32 = 64;
 
 /// Bytes of each pooled memory and table kept resident between calls.
 const KEEP_RESIDENT_BYTES: usize = 4 << 20;
@@ -187,8 +190,8 @@ pub(crate) fn engine_config(limits: &Limits) -> Config {
     pool.total_component_instances(calls)
         .total_memories(calls)
         .total_stacks(calls)
-        .total_core_instances(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        .total_tables(calls.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+        .total_core_instances(calls.saturating_mul(MAX_CORE_INSTANCES))
+        .total_tables(calls.saturating_mul(MAX_CORE_INSTANCES))
         .max_memory_size(limits.get_memory_bytes())
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
         .table_keep_resident(KEEP_RESIDENT_BYTES)
@@ -353,17 +356,34 @@ fn check_header(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Refuses, before compiling, a component whose code would take long to compile: one function
-/// body over the function limit, or all bodies together over the code limit. Reading the
-/// section sizes is linear in the component and allocates nothing per function; a component
-/// that does not parse is left to the compiler's own (better) message.
+/// Refuses, before compiling, a component whose code would take long to compile (one function
+/// body over the function limit, or all bodies together over the code limit) or that
+/// instantiates more than [`MAX_CORE_INSTANCES`] core modules. Reading the sections is linear
+/// in the component and allocates nothing per function; a component that does not parse is
+/// left to the compiler's own (better) message.
 fn check_code(bytes: &[u8], limits: &Limits) -> Result<(), String> {
     let (max_function, max_code) = (limits.get_max_function_bytes(), limits.get_max_code_bytes());
     let mut code = 0usize;
+    let mut instances = 0u64;
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         let Ok(payload) = payload else {
             return Ok(());
         };
+        if let wasmparser::Payload::InstanceSection(section) = &payload {
+            // Only instantiations take a pool slot; an instance made of exports is a name.
+            instances += section
+                .clone()
+                .into_iter()
+                .filter(|i| matches!(i, Ok(wasmparser::Instance::Instantiate { .. })))
+                .count() as u64;
+            if instances > u64::from(MAX_CORE_INSTANCES) {
+                return Err(format!(
+                    "it instantiates more than {MAX_CORE_INSTANCES} core modules, the most \
+                     one call may (the instance pool's budget per call); link fewer modules \
+                     into the component"
+                ));
+            }
+        }
         if let wasmparser::Payload::CodeSectionEntry(body) = payload {
             let len = body.range().len();
             if len > max_function {

@@ -699,7 +699,19 @@ async fn assign(
     // cap how many commits can share one flush.
     let permit = permit(&s, &t.settings()).instrument(span.clone()).await?;
     let start = Instant::now();
-    let done = job.run_async().instrument(span.clone()).await;
+    let done = match job.run_async().instrument(span.clone()).await {
+        Ok(done) => done,
+        // A built-in: native code that cannot yield, so on the blocking pool.
+        Err(job) => {
+            let span = span.clone();
+            match tokio::task::spawn_blocking(move || span.in_scope(|| job.run())).await {
+                Ok(done) => done,
+                // A built-in's panic is caught by `Assignor::assign`; the task is only
+                // cancelled when the runtime shuts down, which drops this future too.
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
+        }
+    };
     drop(permit);
     let duration = start.elapsed();
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);

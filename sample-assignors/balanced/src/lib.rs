@@ -7,8 +7,10 @@
 //!   each on the least-loaded member of a process that holds no copy of the task yet. With too
 //!   few processes it places fewer, as Kafka does.
 //!
-//! It ignores the current assignment: it is balanced, not sticky. Build the component with
-//! `cargo build --release --target wasm32-wasip2 -p balanced-assignor`.
+//! It ignores the current assignment: it is balanced, not sticky. This crate is the library
+//! (the runtime's built-in `balanced`, and native tests); `component/` is the component, one
+//! `export!` over it: `cargo build --release --target wasm32-wasip2 -p
+//! balanced-assignor-component`.
 
 #![deny(missing_docs)]
 
@@ -110,5 +112,3 @@ fn interleaved_members(group: &GroupSpec) -> Vec<usize> {
         .flat_map(|r| by_process.values().filter_map(move |ms| ms.get(r).copied()))
         .collect()
 }
-
-assignor_sdk::export!(BalancedAssignor);

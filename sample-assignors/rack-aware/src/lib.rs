@@ -1,10 +1,9 @@
 //! The `rack-aware` task assignor (KIP-925): the sticky assignment, then a min-cost flow that
 //! moves active tasks next to their input partitions' replicas without upsetting balance.
 //!
-//! Natively this crate is a library the runtime uses as a built-in; built for `wasm32-wasip2`
-//! it is a component (`cargo build -p rack-aware-assignor --release --target wasm32-wasip2`).
-//! It uses `sticky-assignor` as a library with that crate's `component` feature off, so the
-//! two crates' component exports do not collide.
+//! This crate is a library the runtime uses as a built-in; `component/` is the component
+//! (`cargo build -p rack-aware-assignor-component --release --target wasm32-wasip2`). It
+//! builds on `sticky-assignor`, a library too: only the thin component crates export.
 //!
 //! # Algorithm
 //!
@@ -501,8 +500,6 @@ pub fn cross_rack_partitions(
         dense.standby_cost(&racks, assignment),
     ))
 }
-
-assignor_sdk::export!(RackAwareAssignor);
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,9 @@
 //! The `sticky` task assignor: Kafka's server-side sticky assignor as the floor, with tighter
 //! balance, provably minimal movement, a fixed point and rack-aware standbys.
 //!
-//! The runtime uses [`StickyAssignor`](struct@StickyAssignor) as its built-in `sticky`; built
-//! for `wasm32-wasip2` (`cargo build -p sticky-assignor --release --target wasm32-wasip2`) the
-//! same source is a component, so the two can be compared output for output.
+//! The runtime uses [`StickyAssignor`](struct@StickyAssignor) as its built-in `sticky`;
+//! `component/` makes the same code a component (`cargo build -p sticky-assignor-component
+//! --release --target wasm32-wasip2`), so the two can be compared output for output.
 //!
 //! # Algorithm
 //!
@@ -343,6 +343,3 @@ impl TaskAssignor for StickyAssignor {
         Ok(assignment)
     }
 }
-
-#[cfg(feature = "component")]
-assignor_sdk::export!(StickyAssignor);

@@ -39,7 +39,7 @@ mod report;
 use report::report;
 
 /// The balanced sample assignor, built from `sample-assignors/balanced` by the build script.
-const SAMPLE_COMPONENT: &[u8] = include_bytes!(env!("BALANCED_ASSIGNOR_WASM"));
+const SAMPLE_COMPONENT: &[u8] = include_bytes!(env!("BALANCED_ASSIGNOR_COMPONENT_WASM"));
 /// The example group of the JSON contract.
 const DEMO_GROUP: &str = include_str!("../../../../demo/group.json");
 
