@@ -246,6 +246,12 @@ fn main() {
             "service.tenants=bench".into(),
             format!("service.tenant.bench.token.sha256={}", sha256_hex(TOKEN)),
             format!("service.tenant.bench.max.concurrent.assignments={cores}"),
+            // Every phase's groups are kept: over the default `max.groups` (1000) the setup
+            // would be refused (409).
+            format!(
+                "service.tenant.bench.max.groups={}",
+                per_phase * phases.len()
+            ),
         ],
     )
     .expect("valid config");

@@ -14,8 +14,8 @@
 //! Moving after [`FOREGROUND_TIME`] alone did not protect anyone from hostile tenants: their
 //! guests fail within a few milliseconds of fuel each, so nearly all their work was done at
 //! normal priority (a third tenant's `/health` p99 went from 0.4 to 3.9 ms beside them, with
-//! or without the long-call threads). Starting the calls of an assignor whose last call failed
-//! on the long-call threads brought it to within noise of alone (0.66–1.29x; see
+//! or without the long-call threads: 9.5x of alone). Starting the calls of an assignor whose
+//! last call failed on the long-call threads brought it to 0.7–2.5x (see
 //! `tests/all/service_corpus.rs`). Under that start, `SCHED_IDLE` measured no better than
 //! nice 19, so the threads keep the nice value, which needs no unsafe code.
 //!

@@ -63,7 +63,7 @@ use assignor_protocol::{
     AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
     GroupConfigs, GroupOverrides, Health, LastFailure, UploadReport,
 };
-use assignor_sandbox::cut;
+use assignor_sandbox::{ErrorKind, cut};
 
 use super::Service;
 use super::admin;
@@ -663,10 +663,8 @@ fn plan(t: &Tenant, c: &Coordinator, group: &str) -> Result<Planned, ApiError> {
 /// without holding a thread, and no trip to the blocking pool (two context switches, and a
 /// pool thread blocked on the lock) is needed. A component's call runs on the runtime's call
 /// threads and is awaited here without holding this thread; a built-in runs on the pool. A
-/// failed call is recorded as a target is committed, here too (before, its record and capture
-/// took two flushes of their own in a row, on the pool, under the tenant's lock). The flush
-/// either needs is awaited without a thread ([`Pending::durable`]), so concurrent commits
-/// share it.
+/// failed call is recorded durably (a flush), on the pool. The flush a commit needs is awaited
+/// without a thread ([`Pending::durable`]), so concurrent commits share it.
 async fn assign(
     State(s): State<AppState>,
     TenantCaller(t): TenantCaller,
@@ -715,16 +713,25 @@ async fn assign(
     drop(permit);
     let duration = start.elapsed();
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
-    // Commits here: an in-memory change and one buffered write (a failure: its record and its
-    // capture), or nothing for a refusal for want of capacity.
-    // The target is answered only once it is durable, and so is a failure, whose record holds
-    // its backoff (a failure whose record cannot be flushed is still that failure). Both wait
-    // without a thread and share their flush with every other commit waiting.
-    let (answer, pending) = commit(&t, &mut t.lock().await.coordinator, done, &group);
-    let answer = match (answer, pending.durable().await) {
-        (Ok(answer), Ok(())) => Ok(answer),
-        (Ok(_), Err(e)) => Err(ApiError::from(e)),
-        (Err(e), _) => Err(e),
+    // A success commits here: an in-memory change and one buffered write, as does a refusal
+    // for want of capacity, which writes nothing. A failure is recorded durably (a flush), on
+    // the pool.
+    let committed = if outcome.is_ok() || outcome == Err(ErrorKind::Capacity) {
+        commit(&t, &mut t.lock().await.coordinator, done, &group)
+    } else {
+        let g = group.clone();
+        blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
+            .instrument(span.clone())
+            .await
+    };
+    // The target is answered only once it is durable.
+    let answer = match committed {
+        Ok((answer, pending)) => pending
+            .durable()
+            .await
+            .map(|()| answer)
+            .map_err(ApiError::from),
+        Err(e) => Err(e),
     };
     s.metrics.assignment(&t.name, &assignor, duration, outcome);
     span.record("duration_us", micros(duration));
@@ -744,17 +751,15 @@ async fn assign(
 }
 
 /// Commits a computation and serializes the answer, under the tenant's lock; the answer may
-/// be sent once the `Pending` writes are durable (a failure's too: its record and capture).
+/// be sent once the `Pending` write is durable.
 fn commit(
     t: &Tenant,
     c: &mut Coordinator,
     done: CompletedJob,
     group: &str,
-) -> (Result<Response, ApiError>, Pending) {
-    match c.commit_unsynced(done) {
-        Ok(pending) => (target_answer(t, c, group), pending),
-        Err(e) => (Err(e.into()), c.pending_writes()),
-    }
+) -> Result<(Response, Pending), ApiError> {
+    let pending = c.commit_unsynced(done)?;
+    Ok((target_answer(t, c, group)?, pending))
 }
 
 async fn get_assignment(
