@@ -19,7 +19,8 @@ pub(crate) struct Standbys {
 /// How many times the standby pass may run on its own output before its result is taken.
 /// A balanced result is settled after one run; only placements the processes force out of
 /// balance need more: two rounds without rack-aware tags in every property-test case so far,
-/// at most five with them.
+/// at most five with them (with a tag load slack, where a round must reproduce its input,
+/// mostly two or three).
 const ROUNDS: usize = 8;
 
 /// What the standby pass starts from: who held each task before.
@@ -32,12 +33,13 @@ struct Previous<'a> {
 }
 
 /// Places `replicas` standbys for every stateful task, given the active `owner`s; with
-/// rack-aware tags and a `slack`, a standby goes above its member's target plus `slack` only
-/// where no member within that bound can take it.
+/// rack-aware tags and a `slack`, every member's standby count ends within `slack` of its
+/// target.
 ///
 /// The pass runs again with its own output as the current standbys until that output keeps
-/// all of itself (at most [`ROUNDS`] times): then assigning again with the output as the
-/// current assignment reproduces it, which is the fixed point.
+/// all of itself (with tags and a slack: until a run reproduces its input), at most
+/// [`ROUNDS`] times: then assigning again with the output as the current assignment
+/// reproduces it, which is the fixed point.
 pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>) -> Standbys {
     let per_task = (replicas as usize).min(g.process_count.saturating_sub(1));
     if per_task == 0 {
@@ -65,9 +67,14 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
         standbys: &g.prev_standbys,
     };
     let (mut candidates, mut counts);
+    // With tags and a slack, what a round keeps of its input can still be moved by the bound
+    // and by `improve` (the targets follow the counts), so only a round that reproduces its
+    // input is settled.
+    let bounded = slack.is_some() && !g.tag_values.is_empty();
+    let mut last = Vec::new();
     for round in 1.. {
         let target = targets(g, &active, &cap, total, previous.standbys);
-        let (mut slots, kept) = keep(g, owner, per_task, &stateful, &previous, &target);
+        let (mut slots, kept) = keep(g, owner, per_task, &stateful, &previous, &target, slack);
         let mut filled = fill(
             g,
             owner,
@@ -80,19 +87,17 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slack,
         );
         if g.tag_values.is_empty() && filled != target {
-            repair(g, owner, per_task, &mut slots, &mut filled, &target);
+            repair(
+                g,
+                owner,
+                per_task,
+                &mut slots,
+                &mut filled,
+                &target,
+                |_, _, _| true,
+            );
         } else if let Some(slack) = slack.filter(|_| !g.tag_values.is_empty()) {
-            // The fill kept every member within `slack` above its target; where that left one
-            // more than `slack` below, standbys move to it from members above their targets
-            // (diversity yields here), while the others keep what they have.
-            let want: Vec<u32> = filled
-                .iter()
-                .zip(&target)
-                .map(|(&f, &t)| f.min(t).max(t.saturating_sub(slack)))
-                .collect();
-            if filled.iter().zip(&want).any(|(f, w)| f < w) {
-                repair(g, owner, per_task, &mut slots, &mut filled, &want);
-            }
+            bound_load(g, owner, per_task, &mut slots, &mut filled, &target, slack);
         }
         if filled != target {
             level_within_processes(g, &active, &mut slots, &mut filled);
@@ -101,7 +106,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
         // compute the same targets (the members at the higher level are the ones with the
         // extra) and keep every slot (each holder is below target until its last task, on a
         // process of its own, and ahead of members only reporting offsets), so it is settled.
-        if g.tag_values.is_empty() && filled == target {
+        if g.tag_values.is_empty() && filled == target || bounded && slots == last {
             return Standbys { per_task, slots };
         }
         (candidates, counts) = as_current(g, per_task, &slots);
@@ -113,8 +118,12 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
         if round == ROUNDS {
             return Standbys { per_task, slots };
         }
+        if bounded {
+            last = slots;
+            continue;
+        }
         let target = targets(g, &active, &cap, total, previous.standbys);
-        let (kept, _) = keep(g, owner, per_task, &stateful, &previous, &target);
+        let (kept, _) = keep(g, owner, per_task, &stateful, &previous, &target, slack);
         // Slots of one task name distinct members, so equal sets are equal counts plus
         // containment.
         let settled = slots
@@ -154,8 +163,10 @@ fn as_current(g: &Group, per_task: usize, slots: &[u32]) -> (Candidates, Vec<u32
 /// Keeps what the previous holders can keep: per task, the previous active owner (its state
 /// is there), then current standbys and warm-ups, then members reporting offsets — each while
 /// below its target, on a process not yet holding the task, and (rack-aware) adding tag values
-/// unless every tag already shows every value. Returns the slots and each member's standby
-/// count.
+/// unless every tag already shows every value. With rack-aware tags and a `slack`, each while
+/// below its target plus the slack, in candidate order whatever its tag values: diversity is
+/// then [`improve`]'s, which leaves nothing to improve, so an output keeps all of itself.
+/// Returns the slots and each member's standby count.
 fn keep(
     g: &Group,
     owner: &[u32],
@@ -163,6 +174,7 @@ fn keep(
     stateful: &[u32],
     previous: &Previous<'_>,
     target: &[u32],
+    slack: Option<u32>,
 ) -> (Vec<u32>, Vec<u32>) {
     let m = g.members();
     let mut slots = vec![NONE; g.tasks() * per_task];
@@ -179,16 +191,17 @@ fn keep(
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
         let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
-        if !tagged {
+        if !tagged || slack.is_some() {
             // Candidates in order, in one pass: one passed over stays ineligible (its room
             // and the task's holders only shrink and grow).
+            let limit = slack.filter(|_| tagged).unwrap_or(0);
             let mut n = 0;
             for c in prev
                 .into_iter()
                 .chain(previous.candidates.of(t).iter().copied())
             {
                 let p = g.process[c as usize];
-                if standbys[c as usize] < target[c as usize]
+                if standbys[c as usize] < target[c as usize].saturating_add(limit)
                     && p != active_process
                     && slot[..n].iter().all(|&s| g.process[s as usize] != p)
                 {
@@ -399,13 +412,233 @@ fn level_within_processes(g: &Group, active: &[u32], slots: &mut [u32], standbys
     }
 }
 
-/// Moves standbys until every member is at its target, when the greedy fill (after what the
-/// keep pass kept) missed it. Any per-process counts within the processes' caps can be placed
-/// (a max-flow cut argument, see the crate documentation), so while a process holds more than its members' targets, a breadth-first
-/// search over processes finds a chain of moves to one holding fewer — a standby of task `t`
-/// may move from process `A` to `B` if `B` holds no copy of `t` — unless none exists, and then
-/// no placement meets the targets. Each chain is `O(T·R)`; the fill leaves few (none on the
-/// benchmark groups).
+/// Brings every member's standby count within `slack` of its target, after a rack-aware fill
+/// that preferred tag values and so may have missed the targets either way.
+///
+/// The fill put a copy above its member's target plus `slack` only where every member within
+/// that bound was on a process already holding the task (or its tag classes added fewer new
+/// values), so first that excess moves on; then members left more than `slack` below their
+/// targets take standbys from members above theirs. Both are [`repair`] chains, and both always
+/// succeed: the targets themselves are a placement within the caps (see [`targets`]), so from a
+/// process above its members' bounds there is a chain to one below them, and back. Each time,
+/// chains of moves that cost no task any tag value are tried first, and only where those run
+/// out do moves trade diversity for the bound. Members between the bounds keep what they have.
+fn bound_load(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    slots: &mut [u32],
+    standbys: &mut [u32],
+    target: &[u32],
+    slack: u32,
+) {
+    let keeps_values =
+        |slots: &[u32], i: usize, b: u32| keeps_values(g, owner, per_task, slots, i, b);
+    let most: Vec<u32> = target.iter().map(|&t| t.saturating_add(slack)).collect();
+    if standbys.iter().zip(&most).any(|(s, m)| s > m) {
+        repair(g, owner, per_task, slots, standbys, &most, keeps_values);
+        if standbys.iter().zip(&most).any(|(s, m)| s > m) {
+            repair(g, owner, per_task, slots, standbys, &most, |_, _, _| true);
+        }
+    }
+    // Members above their targets give (down to them), members more than `slack` below take
+    // (up to that), the rest stay as they are.
+    let least: Vec<u32> = standbys
+        .iter()
+        .zip(target)
+        .map(|(&s, &t)| s.min(t).max(t.saturating_sub(slack)))
+        .collect();
+    if standbys.iter().zip(&least).any(|(s, l)| s < l) {
+        repair(g, owner, per_task, slots, standbys, &least, keeps_values);
+        if standbys.iter().zip(&least).any(|(s, l)| s < l) {
+            repair(g, owner, per_task, slots, standbys, &least, |_, _, _| true);
+        }
+    }
+    improve(g, owner, per_task, slots, standbys, target, slack);
+}
+
+/// Raises tag coverage within the bound, one standby at a time: a standby moves to a process
+/// of another tag class where its task would show more tag values, if that process's members
+/// are not all at their targets plus `slack` and its own process keeps at least its members'
+/// targets less `slack`. Both are process-level conditions, kept member by member (the taker
+/// is the member furthest below its bound, and a giver left below its lower bound takes a
+/// standby from the member of its process furthest above), so sharing standbys out within a
+/// process afterwards changes nothing here. Every move adds a value, so the passes end, and
+/// then no single move adds one: the output, kept as it is, is not improved again.
+fn improve(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    slots: &mut [u32],
+    standbys: &mut [u32],
+    target: &[u32],
+    slack: u32,
+) {
+    let (class_of, class_tags) = classes(g);
+    let processes = g.process_count;
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); processes];
+    let (mut have, mut most, mut least) = (
+        vec![0u64; processes],
+        vec![0u64; processes],
+        vec![0u64; processes],
+    );
+    for r in 0..g.members() {
+        let p = g.process[r] as usize;
+        members[p].push(r as u32);
+        have[p] += u64::from(standbys[r]);
+        most[p] += u64::from(target[r].saturating_add(slack));
+        least[p] += u64::from(target[r].saturating_sub(slack));
+    }
+    // Per class: its processes with room below their members' bounds.
+    let mut open: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); class_tags.len()];
+    for p in (0..processes).filter(|&p| have[p] < most[p]) {
+        open[class_of[p] as usize].insert(p as u32);
+    }
+    let mut held: Vec<Vec<usize>> = vec![Vec::new(); g.members()];
+    for (i, &s) in slots.iter().enumerate() {
+        if s != NONE {
+            held[s as usize].push(i);
+        }
+    }
+    let mut coverage = Coverage::new(g);
+    let mut classes_by_gain: Vec<(usize, usize)> = Vec::new();
+    let mut moved = true;
+    while moved {
+        moved = false;
+        for t in (0..g.tasks()).filter(|&t| g.is_stateful(t as u32)) {
+            let active_process = g.process[owner[t] as usize];
+            for i in t * per_task..(t + 1) * per_task {
+                let giver = slots[i];
+                if giver == NONE {
+                    continue;
+                }
+                let a = g.process[giver as usize] as usize;
+                if have[a] <= least[a] {
+                    continue;
+                }
+                let task_slots = &slots[t * per_task..][..per_task];
+                coverage.reset(active_process);
+                for &s in task_slots.iter().filter(|&&s| s != NONE && s != giver) {
+                    coverage.add(g.process[s as usize]);
+                }
+                let now = coverage.gain(a as u32);
+                classes_by_gain.clear();
+                classes_by_gain.extend(
+                    (0..class_tags.len())
+                        .map(|c| (coverage.gain_of(&class_tags[c]), c))
+                        .filter(|&(gain, _)| gain > now),
+                );
+                // The most values first, then the lowest class.
+                classes_by_gain.sort_unstable_by_key(|&(gain, c)| (Reverse(gain), c));
+                let holds = |p: u32| {
+                    p == active_process
+                        || task_slots
+                            .iter()
+                            .any(|&s| s != NONE && g.process[s as usize] == p)
+                };
+                let Some(b) = classes_by_gain
+                    .iter()
+                    .find_map(|&(_, c)| open[c].iter().copied().find(|&p| !holds(p)))
+                else {
+                    continue;
+                };
+                let b = b as usize;
+                let taker = members[b]
+                    .iter()
+                    .copied()
+                    .max_by_key(|&r| {
+                        let bound = i64::from(target[r as usize].saturating_add(slack));
+                        (bound - i64::from(standbys[r as usize]), Reverse(r))
+                    })
+                    .expect("an open process has members");
+                slots[i] = taker;
+                standbys[giver as usize] -= 1;
+                standbys[taker as usize] += 1;
+                let at = held[giver as usize]
+                    .iter()
+                    .position(|&x| x == i)
+                    .expect("held");
+                held[giver as usize].swap_remove(at);
+                held[taker as usize].push(i);
+                have[a] -= 1;
+                have[b] += 1;
+                open[class_of[a] as usize].insert(a as u32);
+                if have[b] == most[b] {
+                    open[class_of[b] as usize].remove(&(b as u32));
+                }
+                if standbys[giver as usize] < target[giver as usize].saturating_sub(slack) {
+                    // The process still keeps its members' lower bounds, so one is above its own.
+                    let donor = members[a]
+                        .iter()
+                        .copied()
+                        .max_by_key(|&r| {
+                            let bound = i64::from(target[r as usize].saturating_sub(slack));
+                            (i64::from(standbys[r as usize]) - bound, Reverse(r))
+                        })
+                        .expect("the giver's process has members");
+                    let j = held[donor as usize]
+                        .pop()
+                        .expect("a donor above its bound holds one");
+                    slots[j] = giver;
+                    held[giver as usize].push(j);
+                    standbys[donor as usize] -= 1;
+                    standbys[giver as usize] += 1;
+                }
+                moved = true;
+            }
+        }
+    }
+}
+
+/// Whether moving the standby in `slots[i]` to process `b` leaves its task covering at least as
+/// many rack-aware tag values (summed over the tags) as before.
+fn keeps_values(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    slots: &[u32],
+    i: usize,
+    b: u32,
+) -> bool {
+    let a = g.process[slots[i] as usize];
+    if g.tags[a as usize] == g.tags[b as usize] {
+        return true;
+    }
+    let t = i / per_task;
+    let others: Vec<u32> = std::iter::once(g.process[owner[t] as usize])
+        .chain(
+            slots[t * per_task..][..per_task]
+                .iter()
+                .enumerate()
+                .filter(|&(j, &s)| t * per_task + j != i && s != NONE)
+                .map(|(_, &s)| g.process[s as usize]),
+        )
+        .collect();
+    let values = |with: u32| {
+        (0..g.tag_values.len())
+            .map(|k| {
+                let mut seen: Vec<u32> = Vec::new();
+                for &p in others.iter().chain([&with]) {
+                    if let Some(v) = g.tags[p as usize][k].filter(|v| !seen.contains(v)) {
+                        seen.push(v);
+                    }
+                }
+                seen.len()
+            })
+            .sum::<usize>()
+    };
+    values(b) >= values(a)
+}
+
+/// Moves standbys until every member is at its `target`, when the greedy fill (after what the
+/// keep pass kept) missed it, using only moves `allowed` accepts (`allowed(slots, i, b)`:
+/// whether `slots[i]` may go to process `b`). Any per-process counts within the processes'
+/// caps can be placed (a max-flow cut argument, see the crate documentation), so while a
+/// process holds more than its members' targets, a breadth-first search over processes finds a
+/// chain of moves to one holding fewer — a standby of task `t` may move from process `A` to `B`
+/// if `B` holds no copy of `t` — unless none exists, and then no placement meets the targets
+/// (or none with the allowed moves). Each chain is `O(T·R)` when every move is allowed, up to
+/// `O(T·R·P)` otherwise; the fill leaves few (none on the benchmark groups).
 /// Then, within each process, members above target hand standbys to members below.
 fn repair(
     g: &Group,
@@ -414,6 +647,7 @@ fn repair(
     slots: &mut [u32],
     standbys: &mut [u32],
     target: &[u32],
+    allowed: impl Fn(&[u32], usize, u32) -> bool,
 ) {
     let processes = g.process_count;
     let mut on: Vec<Vec<usize>> = vec![Vec::new(); processes];
@@ -457,7 +691,7 @@ fn repair(
                 let mut k = 0;
                 while k < unvisited.len() {
                     let b = unvisited[k];
-                    if holds(slots, i, b as u32) {
+                    if holds(slots, i, b as u32) || !allowed(slots, i, b as u32) {
                         k += 1;
                         continue;
                     }

@@ -226,7 +226,7 @@ fn zones_of_uneven_size_keep_load_within_the_slack() {
         let b = assign(&joined);
         let mut figures = Vec::new();
         for (g, out) in [(&cold, &a), (&joined, &b)] {
-            let full = zone_coverage(g, out).iter().filter(|&&c| c == 3).count();
+            let full = zone_coverage(g, out, 2).iter().filter(|&&c| c == 3).count();
             figures.push(format!(
                 "total spread {}, largest total {}, {full} of 25 tasks in three zones",
                 spread(&totals(out)),
@@ -256,8 +256,63 @@ fn zones_of_uneven_size_keep_load_within_the_slack() {
     }
 }
 
-/// Per stateful task, the distinct zones among its holders.
-fn zone_coverage(group: &GroupSpec, a: &GroupAssignment) -> Vec<usize> {
+/// 1000 members in pairs on 500 processes in zones of 250, 200 and 50 processes (tag `zone`),
+/// two standbys, 4 × 256 stateful tasks, with tag load slack 0, 1 and 2: every member's
+/// actives plus standbys stay within the slack of the untagged placement's range, and the
+/// result is a fixed point (it was none at any slack while the keep pass refused copies
+/// above target or adding no tag value).
+#[test]
+fn thousand_members_in_uneven_zones_keep_the_slack_and_a_fixed_point() {
+    let topology = topology(&[(256, true); 4]);
+    let members: Vec<Member> = (0..1000)
+        .map(|i| {
+            let p = i / 2;
+            let mut m = member(&format!("member-{i:05}"), &format!("process-{p:05}"));
+            let zone = match p {
+                0..250 => "a",
+                250..450 => "b",
+                _ => "c",
+            };
+            m.client_tags.insert("zone".into(), zone.into());
+            m
+        })
+        .collect();
+    let mut tagged = group(members, 2);
+    tagged.configs.rack_aware_assignment_tags = vec!["zone".into()];
+    let mut untagged = tagged.clone();
+    untagged.configs.rack_aware_assignment_tags.clear();
+    for k in 0..=2 {
+        let sticky = StickyAssignor::new().with_tag_load_slack(Some(k));
+        let a = sticky
+            .assign(&tagged, &topology)
+            .expect("sticky never fails");
+        check(&tagged, &topology, &a);
+        let again = sticky.assign(&with_current(&tagged, &a), &topology);
+        // Not `assert_eq!`: a 1000-member assignment is too long to print.
+        assert!(again.as_ref() == Ok(&a), "slack {k}: not a fixed point");
+        let plain = totals(&sticky.assign(&untagged, &topology).expect("assigns"));
+        let (lo, hi) = (plain.iter().min().unwrap(), plain.iter().max().unwrap());
+        let (k, out) = (k as usize, totals(&a));
+        assert!(
+            out.iter().all(|&n| n + k >= *lo && n <= hi + k),
+            "slack {k}: totals {}..={} against {lo}..={hi}",
+            out.iter().min().unwrap(),
+            out.iter().max().unwrap()
+        );
+        let full = zone_coverage(&tagged, &a, 4)
+            .iter()
+            .filter(|&&c| c == 3)
+            .count();
+        println!(
+            "slack {k}: total spread {}, {full} of 1024 tasks in three zones",
+            spread(&out)
+        );
+    }
+}
+
+/// Per task of the first `stateful` subtopologies (the stateful ones), the distinct zones
+/// among its holders.
+fn zone_coverage(group: &GroupSpec, a: &GroupAssignment, stateful: u32) -> Vec<usize> {
     let mut zones: BTreeMap<TaskId, std::collections::BTreeSet<&str>> = BTreeMap::new();
     for (m, out) in group.members.iter().zip(&a.members) {
         for &task in out.active_tasks.iter().chain(&out.standby_tasks) {
@@ -269,7 +324,7 @@ fn zone_coverage(group: &GroupSpec, a: &GroupAssignment) -> Vec<usize> {
     }
     zones
         .into_iter()
-        .filter(|(task, _)| task.subtopology < 2)
+        .filter(|(task, _)| task.subtopology < stateful)
         .map(|(_, z)| z.len())
         .collect()
 }
