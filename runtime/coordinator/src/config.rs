@@ -7,11 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use assignor_sandbox::{
-    DEFAULT_COMPILE_TIMEOUT, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, Limits,
-};
+use assignor_sandbox::Limits;
+use assignor_sandbox::properties::PropertyError;
 
 /// `group.streams.assignors`: the ordered assignor list; the first entry is the default.
 pub const ASSIGNORS: &str = "group.streams.assignors";
@@ -19,99 +17,11 @@ pub const ASSIGNORS: &str = "group.streams.assignors";
 pub const NUM_STANDBY_REPLICAS: &str = "group.streams.num.standby.replicas";
 /// `group.streams.rack.aware.assignment.tags`: client tag keys standbys are spread over.
 pub const RACK_AWARE_ASSIGNMENT_TAGS: &str = "group.streams.rack.aware.assignment.tags";
-/// `group.streams.assignor.fuel`: fuel per sandboxed call, or `none` to rely on the deadline.
-pub const FUEL: &str = "group.streams.assignor.fuel";
-/// `group.streams.assignor.memory.bytes`: linear memory per sandboxed call.
-pub const MEMORY_BYTES: &str = "group.streams.assignor.memory.bytes";
-/// `group.streams.assignor.timeout.ms`: wall-clock deadline per sandboxed call.
-pub const TIMEOUT_MS: &str = "group.streams.assignor.timeout.ms";
-/// `group.streams.assignor.compile.timeout.ms`: longest a component's compilation may take
-/// (in a child process, killed past it).
-pub const COMPILE_TIMEOUT_MS: &str = "group.streams.assignor.compile.timeout.ms";
-/// `group.streams.assignor.max.output.bytes`: largest assignment a component may return.
-pub const MAX_OUTPUT_BYTES: &str = "group.streams.assignor.max.output.bytes";
-
-/// A size or count limit under its broker key: how to set it on [`Limits`] and read it back.
-struct SizeLimit {
-    key: &'static str,
-    set: fn(Limits, u64) -> Limits,
-    get: fn(&Limits) -> u64,
-}
-
-/// Every size and count limit a broker config can set, `group.streams.assignor.<name>` where
-/// `<name>` is the limit's name in errors (e.g. `max.partitions`). Values beyond the
-/// platform's `usize` saturate.
-const SIZE_LIMITS: &[SizeLimit] = &[
-    SizeLimit {
-        key: MAX_OUTPUT_BYTES,
-        set: |l, v| l.max_output_bytes(saturate(v)),
-        get: |l| l.get_max_output_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.stderr.bytes",
-        set: |l, v| l.max_stderr_bytes(saturate(v)),
-        get: |l| l.get_max_stderr_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.message.bytes",
-        set: |l, v| l.max_message_bytes(saturate(v)),
-        get: |l| l.get_max_message_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.component.bytes",
-        set: |l, v| l.max_component_bytes(saturate(v)),
-        get: |l| l.get_max_component_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.function.bytes",
-        set: |l, v| l.max_function_bytes(saturate(v)),
-        get: |l| l.get_max_function_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.code.bytes",
-        set: |l, v| l.max_code_bytes(saturate(v)),
-        get: |l| l.get_max_code_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.compiled.bytes",
-        set: |l, v| l.max_compiled_bytes(saturate(v)),
-        get: |l| l.get_max_compiled_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.members",
-        set: |l, v| l.max_members(saturate(v)),
-        get: |l| l.get_max_members() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.subtopologies",
-        set: |l, v| l.max_subtopologies(saturate(v)),
-        get: |l| l.get_max_subtopologies() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.partitions",
-        set: |l, v| l.max_partitions(u32::try_from(v).unwrap_or(u32::MAX)),
-        get: |l| u64::from(l.get_max_partitions()),
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.tasks",
-        set: |l, v| l.max_tasks(saturate(v)),
-        get: |l| l.get_max_tasks() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.input.bytes",
-        set: |l, v| l.max_input_bytes(saturate(v)),
-        get: |l| l.get_max_input_bytes() as u64,
-    },
-    SizeLimit {
-        key: "group.streams.assignor.max.id.bytes",
-        set: |l, v| l.max_id_bytes(saturate(v)),
-        get: |l| l.get_max_id_bytes() as u64,
-    },
-];
-
-fn saturate(v: u64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
-}
+// The limit keys and their parsing are the sandbox's, shared with the Kafka broker plugin's
+// bridge, so that a key means the same in both.
+pub use assignor_sandbox::properties::{
+    COMPILE_TIMEOUT_MS, FUEL, LIMIT_KEYS, MAX_OUTPUT_BYTES, MEMORY_BYTES, TIMEOUT_MS,
+};
 
 /// The default of [`ASSIGNORS`]: Kafka's, the built-in sticky assignor alone.
 pub const DEFAULT_ASSIGNORS: &[&str] = &["sticky"];
@@ -233,43 +143,7 @@ impl BrokerConfig {
         let rack_aware_assignment_tags = get(RACK_AWARE_ASSIGNMENT_TAGS)
             .map(parse_list)
             .unwrap_or_default();
-        let mut limits = Limits::default();
-        if let Some(v) = get(FUEL) {
-            limits = limits.fuel(match v {
-                "none" => None,
-                _ => Some(parse_number(FUEL, v)?),
-            });
-        }
-        if let Some(v) = get(MEMORY_BYTES) {
-            limits = limits.memory_bytes(parse_number(MEMORY_BYTES, v)?);
-        }
-        if let Some(v) = get(TIMEOUT_MS) {
-            let ms: u64 = parse_number(TIMEOUT_MS, v)?;
-            if ms == 0 {
-                return Err(ConfigError::Value {
-                    key: TIMEOUT_MS,
-                    value: v.to_owned(),
-                    message: "must be at least 1".into(),
-                });
-            }
-            limits = limits.timeout(Duration::from_millis(ms));
-        }
-        if let Some(v) = get(COMPILE_TIMEOUT_MS) {
-            let ms: u64 = parse_number(COMPILE_TIMEOUT_MS, v)?;
-            if ms == 0 {
-                return Err(ConfigError::Value {
-                    key: COMPILE_TIMEOUT_MS,
-                    value: v.to_owned(),
-                    message: "must be at least 1".into(),
-                });
-            }
-            limits = limits.compile_timeout(Duration::from_millis(ms));
-        }
-        for limit in SIZE_LIMITS {
-            if let Some(v) = get(limit.key) {
-                limits = (limit.set)(limits, parse_number(limit.key, v)?);
-            }
-        }
+        let limits = Limits::from_properties(get).map_err(ConfigError::from)?;
         Ok(Self {
             originals,
             assignors,
@@ -288,7 +162,6 @@ impl BrokerConfig {
 
     /// The documented defaults of the keys this runtime reads, for `--help` and the README.
     pub fn defaults() -> Vec<(&'static str, String)> {
-        let limits = Limits::default();
         let mut defaults = vec![
             (ASSIGNORS, DEFAULT_ASSIGNORS.join(",")),
             (
@@ -296,20 +169,19 @@ impl BrokerConfig {
                 DEFAULT_NUM_STANDBY_REPLICAS.to_string(),
             ),
             (RACK_AWARE_ASSIGNMENT_TAGS, String::new()),
-            (FUEL, DEFAULT_FUEL.to_string()),
-            (MEMORY_BYTES, DEFAULT_MEMORY_BYTES.to_string()),
-            (TIMEOUT_MS, DEFAULT_TIMEOUT.as_millis().to_string()),
-            (
-                COMPILE_TIMEOUT_MS,
-                DEFAULT_COMPILE_TIMEOUT.as_millis().to_string(),
-            ),
         ];
-        defaults.extend(
-            SIZE_LIMITS
-                .iter()
-                .map(|l| (l.key, (l.get)(&limits).to_string())),
-        );
+        defaults.extend(Limits::default().properties());
         defaults
+    }
+}
+
+impl From<PropertyError> for ConfigError {
+    fn from(e: PropertyError) -> Self {
+        Self::Value {
+            key: e.key,
+            value: e.value,
+            message: e.message,
+        }
     }
 }
 
@@ -357,21 +229,24 @@ fn parse_number<T: std::str::FromStr>(key: &'static str, value: &str) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    /// Every size and count limit is read from its key, and its default is listed.
+    /// Every limit key is read into the limits, a bad value is an error naming the key, and
+    /// every key's default is listed.
     #[test]
-    fn size_limits_are_read_from_their_keys() {
-        for (i, limit) in SIZE_LIMITS.iter().enumerate() {
-            let value = 1000 + i as u64;
-            let c = BrokerConfig::from_properties(props(&[(limit.key, &value.to_string())]))
-                .expect(limit.key);
-            assert_eq!((limit.get)(&c.limits), value, "{}", limit.key);
-            let e = BrokerConfig::from_properties(props(&[(limit.key, "lots")])).unwrap_err();
-            assert!(e.to_string().starts_with(limit.key), "{e}");
+    fn limit_keys_are_read() {
+        for (i, key) in LIMIT_KEYS.iter().enumerate() {
+            let value = (1000 + i).to_string();
+            let c = BrokerConfig::from_properties(props(&[(key, &value)])).expect(key);
+            assert_eq!(c.limits.properties()[i], (*key, value), "{key}");
+            let e = BrokerConfig::from_properties(props(&[(key, "lots")])).unwrap_err();
+            assert!(e.to_string().starts_with(key), "{e}");
         }
         let defaults = BrokerConfig::defaults();
         assert!(defaults.contains(&("group.streams.assignor.max.partitions", "100000".into())));
+        assert_eq!(defaults.len(), 3 + LIMIT_KEYS.len());
     }
 
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

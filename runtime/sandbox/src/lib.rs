@@ -43,6 +43,8 @@
 //!   [`RuntimeBuilder::compiler`].
 //! - `limits`, `usage`, `error`: the call's limits (and the input limits every group is
 //!   checked against before any work), its usage report, its one error type.
+//! - [`properties`]: the broker configuration keys of the limits (`group.streams.assignor.*`)
+//!   and how their values are parsed, for every embedder that reads broker properties.
 //! - [`wire`]: those values in `assignor-protocol`'s wire shapes and back (the protocol is
 //!   serde only, so the conversions live here, beside the types).
 
@@ -55,6 +57,7 @@ mod compiler;
 mod component;
 mod error;
 mod limits;
+pub mod properties;
 mod runtime;
 mod usage;
 mod wasi;

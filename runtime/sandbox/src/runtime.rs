@@ -108,6 +108,7 @@ impl Runtime {
             limits,
             cache_dir: None,
             compiler: None,
+            signals_based_traps: true,
         }
     }
 }
@@ -119,9 +120,25 @@ pub struct RuntimeBuilder {
     limits: Limits,
     cache_dir: Option<PathBuf>,
     compiler: Option<PathBuf>,
+    signals_based_traps: bool,
 }
 
 impl RuntimeBuilder {
+    /// Whether wasm traps (an out-of-bounds access, a stack overflow) are caught by signal
+    /// handlers (wasmtime's default), or compiled as explicit checks that need no handler.
+    ///
+    /// Turn it off when the runtime lives in a process whose own runtime owns those signals:
+    /// a JVM uses `SIGSEGV` for null checks and safepoints, and wasmtime's handlers would
+    /// otherwise sit in front of (and chain to) HotSpot's. The price is a bounds check on
+    /// every memory access of the guest; the Kafka plugin's README section gives the
+    /// measured cost. Not combinable with [`compiler`](Self::compiler) (the child would
+    /// compile for the other setting): [`build`](Self::build) refuses both together.
+    /// Default: on.
+    pub fn signals_based_traps(mut self, enabled: bool) -> Self {
+        self.signals_based_traps = enabled;
+        self
+    }
+
     /// Also caches compiled components in `dir`, so a restart loads them without compiling.
     /// The directory must be private to the runtime: its files are loaded as trusted native
     /// code. Default: memory only.
@@ -151,14 +168,29 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The runtime. Fails only if wasmtime rejects the engine configuration.
+    /// The runtime. Fails if wasmtime rejects the engine configuration, or for a runtime
+    /// without signals-based traps that would compile out of process.
     pub fn build(self) -> wasmtime::Result<Runtime> {
         let Self {
             limits,
             cache_dir,
             compiler,
+            signals_based_traps,
         } = self;
-        let engine = Engine::new(&engine_config(&limits))?;
+        if compiler.is_some() && !signals_based_traps {
+            return Err(wasmtime::format_err!(
+                "a runtime without signals-based traps cannot compile out of process: the \
+                 compiler child configures its engine with signals-based traps"
+            ));
+        }
+        let mut config = engine_config(&limits);
+        if !signals_based_traps {
+            // Explicit checks instead of guard pages; and an engine without signals-based
+            // traps installs no signal handlers (wasmtime installs them, process-wide, when
+            // the first engine that wants them is created).
+            config.signals_based_traps(false);
+        }
+        let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker)?;
         let cache = ArtifactCache::new(&engine, cache_dir);
@@ -505,5 +537,32 @@ impl Drop for EpochTicker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A runtime without signals-based traps builds (and configures its engine so), but not
+    /// together with an out-of-process compiler, whose engine would differ.
+    #[test]
+    fn signals_based_traps_option() {
+        let runtime = Runtime::builder(Limits::default())
+            .signals_based_traps(false)
+            .build()
+            .expect("builds");
+        assert!(!runtime.inner.engine.get_signals_based_traps());
+        let default = Runtime::new(Limits::default()).expect("builds");
+        assert!(default.inner.engine.get_signals_based_traps());
+        let e = Runtime::builder(Limits::default())
+            .signals_based_traps(false)
+            .compiler("/bin/true")
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("cannot compile out of process"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,251 @@
+//! The JNI exports of `dev.assignor.kafka.NativeComponent`: move arrays in and out, and turn
+//! every failure into a thrown `dev.assignor.kafka.SandboxFailure`. Each export's body runs
+//! under [`std::panic::catch_unwind`]: a panic unwinding into the JVM is undefined
+//! behaviour, so a panic becomes a failure of kind `internal` instead.
+//!
+//! A component handle is a `Box<ComponentAssignor>` turned into a `long`. The Java side owns
+//! its life: `NativeComponent` calls `free` exactly once (from `close()`, or from its
+//! `Cleaner` when it became unreachable unclosed) and never after or during a call (calls
+//! hold a read lock that `close()` takes for writing).
+
+// JNI needs unmangled exported symbols and a raw handle crossing as a `long`; the unsafe is
+// confined to this module, each use with its reason.
+#![allow(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use assignor_sandbox::ComponentAssignor;
+use jni::JNIEnv;
+use jni::objects::{
+    JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString, JThrowable, JValue,
+};
+use jni::sys::{jboolean, jintArray, jlong, jstring};
+
+use crate::call::{self, Failure};
+use crate::flat::Strings;
+
+const FAILURE_CLASS: &str = "dev/assignor/kafka/SandboxFailure";
+const FAILURE_CONSTRUCTOR: &str = "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;J)V";
+
+/// What stopped an export.
+enum Stop {
+    /// The load or call failed: thrown as a `SandboxFailure`.
+    Failed(Failure),
+    /// A JNI call failed; if it left a Java exception pending, that one is thrown.
+    Jni(jni::errors::Error),
+}
+
+impl From<Failure> for Stop {
+    fn from(f: Failure) -> Self {
+        Self::Failed(f)
+    }
+}
+
+impl From<jni::errors::Error> for Stop {
+    fn from(e: jni::errors::Error) -> Self {
+        Self::Jni(e)
+    }
+}
+
+/// Runs `body`, returning `none` (which Java never sees: an exception is pending) when it
+/// fails or panics, after throwing the failure.
+fn guarded<'l, R>(
+    env: &mut JNIEnv<'l>,
+    assignor: &str,
+    none: R,
+    body: impl FnOnce(&mut JNIEnv<'l>) -> Result<R, Stop>,
+) -> R {
+    let outcome = catch_unwind(AssertUnwindSafe(|| body(env)));
+    let failure = match outcome {
+        Ok(Ok(value)) => return value,
+        Ok(Err(Stop::Failed(failure))) => failure,
+        Ok(Err(Stop::Jni(e))) => {
+            if env.exception_check().unwrap_or(true) {
+                return none;
+            }
+            Failure::internal(assignor, format!("a JNI call failed: {e}"))
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_owned());
+            Failure::internal(assignor, format!("the bridge panicked: {message}"))
+        }
+    };
+    // An exception left pending by the failed body would make these JNI calls illegal.
+    if env.exception_check().unwrap_or(true) {
+        let _ = env.exception_clear();
+    }
+    if let Err(e) = throw(env, &failure) {
+        tracing::error!(error = %e, kind = failure.kind, "cannot throw a SandboxFailure");
+    }
+    none
+}
+
+fn throw(env: &mut JNIEnv<'_>, failure: &Failure) -> jni::errors::Result<()> {
+    let kind = env.new_string(&failure.kind)?;
+    let assignor = env.new_string(&failure.assignor)?;
+    let message = env.new_string(&failure.message)?;
+    let fuel = failure
+        .fuel
+        .map_or(-1, |f| i64::try_from(f).unwrap_or(i64::MAX));
+    let exception = env.new_object(
+        FAILURE_CLASS,
+        FAILURE_CONSTRUCTOR,
+        &[
+            JValue::Object(&kind),
+            JValue::Object(&assignor),
+            JValue::Object(&message),
+            JValue::Long(fuel),
+        ],
+    )?;
+    env.throw(JThrowable::from(exception))
+}
+
+fn strings(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>) -> Result<Vec<String>, Stop> {
+    let len = env.get_array_length(array)?;
+    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    for i in 0..len {
+        // A frame per element: `get_string` checks the element's class, which leaves a local
+        // reference behind, and -Xcheck:jni warns past 32 of them.
+        let s: String = env.with_local_frame(4, |env| -> jni::errors::Result<String> {
+            let s = JString::from(env.get_object_array_element(array, i)?);
+            Ok(env.get_string(&s)?.into())
+        })?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn ints(env: &mut JNIEnv<'_>, array: &JIntArray<'_>) -> Result<Vec<i32>, Stop> {
+    let len = env.get_array_length(array)?;
+    let mut out = vec![0; usize::try_from(len).unwrap_or(0)];
+    env.get_int_array_region(array, 0, &mut out)?;
+    Ok(out)
+}
+
+fn longs(env: &mut JNIEnv<'_>, array: &JLongArray<'_>) -> Result<Vec<i64>, Stop> {
+    let len = env.get_array_length(array)?;
+    let mut out = vec![0; usize::try_from(len).unwrap_or(0)];
+    env.get_long_array_region(array, 0, &mut out)?;
+    Ok(out)
+}
+
+/// The component behind a handle.
+fn component<'h>(handle: jlong) -> Result<&'h ComponentAssignor, Stop> {
+    if handle == 0 {
+        return Err(Failure::internal("?", "the component was already closed").into());
+    }
+    // SAFETY: a non-zero handle is a `Box<ComponentAssignor>` from `load` that `free` has not
+    // yet taken back: `NativeComponent` zeroes it under the write lock that `free` runs in,
+    // and every call holds the read lock for as long as it uses the reference.
+    Ok(unsafe { &*(handle as *const ComponentAssignor) })
+}
+
+/// `static native long load(String path, String[] keys, String[] values, String prefix,
+/// boolean signalsBasedTraps)`: loads the component at `path` under the entry's limits (the
+/// broker's properties as parallel arrays) and returns its handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_load<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    keys: JObjectArray<'l>,
+    values: JObjectArray<'l>,
+    prefix: JString<'l>,
+    signals_based_traps: jboolean,
+) -> jlong {
+    guarded(&mut env, "(loading)", 0, |env| {
+        let path: String = env.get_string(&path)?.into();
+        let prefix: String = env.get_string(&prefix)?.into();
+        let properties: BTreeMap<String, String> = strings(env, &keys)?
+            .into_iter()
+            .zip(strings(env, &values)?)
+            .collect();
+        let assignor = call::load(&path, &properties, &prefix, signals_based_traps != 0)?;
+        Ok(Box::into_raw(Box::new(assignor)) as jlong)
+    })
+}
+
+/// `static native String name(long handle)`: the component's `name()`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_name<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> jstring {
+    guarded(&mut env, "?", std::ptr::null_mut(), |env| {
+        let assignor = component(handle)?;
+        Ok(env.new_string(assignor.name())?.into_raw())
+    })
+}
+
+/// `static native int[] assign(long handle, byte[] strings, int[] ends, int[] ints, long[]
+/// longs, long[] usage)`: one call on the flat form (see `flat`); `usage` receives the fuel,
+/// the peak memory, the sandbox call's nanoseconds and the whole native side's nanoseconds.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_assign<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    string_bytes: JByteArray<'l>,
+    string_ends: JIntArray<'l>,
+    group_ints: JIntArray<'l>,
+    group_longs: JLongArray<'l>,
+    usage: JLongArray<'l>,
+) -> jintArray {
+    guarded(&mut env, "?", std::ptr::null_mut(), |env| {
+        let assignor = component(handle)?;
+        let bytes = env.convert_byte_array(&string_bytes)?;
+        let ends = ints(env, &string_ends)?;
+        let group = ints(env, &group_ints)?;
+        let offsets = longs(env, &group_longs)?;
+        let strings = Strings {
+            bytes: &bytes,
+            ends: &ends,
+        };
+        let assigned = call::assign(assignor, strings, &group, &offsets)?;
+        let nanos = |d: std::time::Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        let report = [
+            assigned
+                .usage
+                .fuel
+                .map_or(-1, |f| i64::try_from(f).unwrap_or(i64::MAX)),
+            assigned
+                .usage
+                .peak_memory_bytes
+                .map_or(-1, |m| i64::try_from(m).unwrap_or(i64::MAX)),
+            nanos(assigned.usage.wall_time),
+            nanos(assigned.native_time),
+        ];
+        env.set_long_array_region(&usage, 0, &report)?;
+        let len = i32::try_from(assigned.assignment.len()).map_err(|_| {
+            Failure::internal(assignor.name(), "the assignment is too large for an int[]")
+        })?;
+        let out = env.new_int_array(len)?;
+        env.set_int_array_region(&out, 0, &assigned.assignment)?;
+        Ok(out.into_raw())
+    })
+}
+
+/// `static native void free(long handle)`: drops the component; its runtime stays for the
+/// next component under the same limits.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_free<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) {
+    guarded(&mut env, "?", (), |_| {
+        if handle != 0 {
+            // SAFETY: the handle came from `Box::into_raw` in `load`, and Java calls `free`
+            // once per handle, after every call on it has returned (see the module doc).
+            drop(unsafe { Box::from_raw(handle as *mut ComponentAssignor) });
+        }
+        Ok(())
+    })
+}

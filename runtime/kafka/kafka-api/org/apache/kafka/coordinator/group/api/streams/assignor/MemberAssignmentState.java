@@ -1,0 +1,21 @@
+// Compile-only copy of the KIP-1357 published signature
+// (https://cwiki.apache.org/confluence/display/KAFKA/KIP-1357, "Public Interfaces"), for
+// compiling and testing the plugin without a Maven repository. Not packaged in the plugin jar:
+// in a broker, Kafka's own group-coordinator-api jar provides this type. The KIP's
+// @InterfaceAudience/@InterfaceStability annotations are left out: they change no signature.
+package org.apache.kafka.coordinator.group.api.streams.assignor;
+
+import java.util.Map;
+import java.util.Set;
+
+public interface MemberAssignmentState {
+    Map<String, Set<Integer>> activeTasks();
+
+    Map<String, Set<Integer>> standbyTasks();
+
+    Map<String, Set<Integer>> warmupTasks();
+
+    Map<String, Map<Integer, Long>> taskOffsets();
+
+    Map<String, Map<Integer, Long>> taskEndOffsets();
+}

@@ -1,0 +1,450 @@
+package dev.assignor.kafka;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.Configurable;
+import org.apache.kafka.coordinator.group.api.streams.assignor.AssignmentConfigs;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.streams.assignor.MemberAssignmentMetadata;
+import org.apache.kafka.coordinator.group.api.streams.assignor.MemberAssignmentState;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TaskAssignor;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TaskAssignorException;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TopologyDescriber;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A KIP-1357 {@link TaskAssignor} that runs a WebAssembly assignor component in the sandbox,
+ * through the native bridge ({@code libassignor_kafka_bridge.so}). List it in
+ * {@code group.streams.assignors}; its {@link #name()} is the component's {@code name()}.
+ *
+ * <p>Configuration (from the broker's originals; {@code P} is this class's prefix,
+ * {@code group.streams.assignor.wasm.} for this class, see {@link #prefix(Class)} for
+ * subclasses):
+ * <ul>
+ *   <li>{@code P + "path"} (required): the component file.</li>
+ *   <li>the limit keys {@code group.streams.assignor.fuel}, {@code .memory.bytes},
+ *       {@code .timeout.ms}, {@code .max.output.bytes} and the other {@code .max.*} bounds,
+ *       read by the sandbox as the rest of the project reads them; {@code P + "fuel"} etc.
+ *       override one for this entry only.</li>
+ *   <li>{@code P + "config.<key>"}: handed to the component's {@code configure} as
+ *       {@code <key>}, with the broker's {@code group.streams.*} keys.</li>
+ *   <li>{@code P + "watch.ms"} (default 10000, 0 for never): how often the file is checked for
+ *       a new version (hot swap).</li>
+ *   <li>{@code P + "signals.based.traps"} (default false): let wasmtime catch traps with
+ *       signal handlers; for measurements only, never in a broker (they would sit in front of
+ *       HotSpot's).</li>
+ * </ul>
+ *
+ * <p>Thread-safe: one instance serves every group of the broker, each call in a fresh sandbox.
+ * Every failure of {@link #assign} is a {@link TaskAssignorException} whose message starts
+ * with the error kind and names the assignor; the broker then keeps the group's previous target
+ * assignment and fails the heartbeat with {@code UNKNOWN_SERVER_ERROR}.
+ *
+ * <p>Several components per broker: list subclasses, one per component; each reads its own
+ * keys ({@link #prefix(Class)}). {@link WasmTaskAssignor2} to {@link WasmTaskAssignor4} ship
+ * with the plugin.
+ */
+public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseable {
+    /** The prefix of every key of this plugin. */
+    public static final String KEY_PREFIX = "group.streams.assignor.wasm.";
+
+    /** Names Kafka reserves for its built-in assignors (KIP-1357; {@code balanced}: KAFKA-20998). */
+    static final Set<String> RESERVED_NAMES = Set.of("sticky", "balanced");
+
+    private static final long DEFAULT_WATCH_MS = 10_000;
+    private static final Logger LOG = LoggerFactory.getLogger(WasmTaskAssignor.class);
+
+    private final String prefix = prefix(getClass());
+    private volatile NativeComponent current;
+    private Map<String, String> properties;
+    private boolean signalsBasedTraps;
+    private ScheduledExecutorService watcher;
+    /** Modification time and size of the file when the running version (or the last refused one) was read. */
+    private String lastSeen;
+
+    /**
+     * The key prefix of a plugin class: {@link #KEY_PREFIX} for this class; for a subclass,
+     * {@link #KEY_PREFIX} followed by its simple name in lower case, less a leading
+     * {@code WasmTaskAssignor}, and a dot: {@code WasmTaskAssignor2} reads
+     * {@code group.streams.assignor.wasm.2.path}, a {@code com.acme.Billing} subclass
+     * {@code group.streams.assignor.wasm.billing.path}.
+     */
+    public static String prefix(Class<? extends WasmTaskAssignor> type) {
+        if (type == WasmTaskAssignor.class) {
+            return KEY_PREFIX;
+        }
+        String name = type.getSimpleName();
+        String base = WasmTaskAssignor.class.getSimpleName();
+        if (name.startsWith(base) && name.length() > base.length()) {
+            name = name.substring(base.length());
+        }
+        return KEY_PREFIX + name.toLowerCase(Locale.ROOT) + ".";
+    }
+
+    /**
+     * Loads the component named by {@code P + "path"}: a file that is missing or not a valid
+     * assignor component, a bad limit value, or a component whose {@code configure} fails
+     * throws here, naming this entry, so the broker fails to start (KIP-1357 fail-fast).
+     */
+    @Override
+    public synchronized void configure(Map<String, ?> configs) {
+        Map<String, String> props = new TreeMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            if (e.getValue() != null) {
+                props.put(e.getKey(), String.valueOf(e.getValue()));
+            }
+        }
+        String path = props.get(prefix + "path");
+        if (path == null || path.isBlank()) {
+            throw new IllegalArgumentException(entry() + ": set " + prefix + "path to the assignor component file");
+        }
+        long watchMs = longKey(props, prefix + "watch.ms", DEFAULT_WATCH_MS);
+        this.signalsBasedTraps = Boolean.parseBoolean(props.getOrDefault(prefix + "signals.based.traps", "false"));
+        this.properties = props;
+        String seen = fileVersion(Paths.get(path));
+        NativeComponent loaded;
+        try {
+            loaded = NativeComponent.load(path, props, prefix, signalsBasedTraps);
+        } catch (SandboxFailure e) {
+            throw new IllegalArgumentException(entry() + ": " + e.getMessage(), e);
+        }
+        if (RESERVED_NAMES.contains(loaded.name)) {
+            LOG.warn("assignor={} path={}: the name is one Kafka reserves for a built-in assignor "
+                + "(sticky; balanced is proposed in KAFKA-20998): a broker refuses a custom assignor "
+                + "under a built-in's name", loaded.name, path);
+        }
+        close();
+        this.current = loaded;
+        this.lastSeen = seen;
+        LOG.info("assignor={} path={} loaded for {} (key prefix {})", loaded.name, path, entry(), prefix);
+        if (watchMs > 0) {
+            watcher = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "wasm-assignor-watch-" + loaded.name);
+                t.setDaemon(true);
+                return t;
+            });
+            watcher.scheduleWithFixedDelay(this::checkForUpdate, watchMs, watchMs, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** The component's {@code name()}. */
+    @Override
+    public String name() {
+        return running().name;
+    }
+
+    @Override
+    public GroupAssignment assign(GroupSpec groupSpec, TopologyDescriber topologyDescriber)
+        throws TaskAssignorException {
+        return call(groupSpec, topologyDescriber).assignment;
+    }
+
+    /** An assignment and what the call cost, for the timing harness and the logs. */
+    static final class Timed {
+        final GroupAssignment assignment;
+        final NativeComponent.Result result;
+        final long encodeNanos;
+        final long totalNanos;
+
+        Timed(GroupAssignment assignment, NativeComponent.Result result, long encodeNanos, long totalNanos) {
+            this.assignment = assignment;
+            this.result = result;
+            this.encodeNanos = encodeNanos;
+            this.totalNanos = totalNanos;
+        }
+    }
+
+    Timed call(GroupSpec groupSpec, TopologyDescriber topologyDescriber) throws TaskAssignorException {
+        long start = System.nanoTime();
+        NativeComponent component = current;
+        if (component == null) {
+            // Kafka configures an assignor before any call; only a closed or misused one gets here.
+            throw failure(getClass().getName(), "internal", "called before configure() or after close()", -1, start,
+                null);
+        }
+        FlatGroup flat;
+        try {
+            flat = FlatGroup.encode(groupSpec, topologyDescriber);
+        } catch (RuntimeException e) {
+            throw failure(component.name, "internal", "cannot read the group: " + e, -1, start, e);
+        }
+        long encoded = System.nanoTime();
+        while (true) {
+            NativeComponent.Result result;
+            try {
+                result = component.assign(flat);
+            } catch (SandboxFailure e) {
+                throw failure(e.assignor, e.kind, e.detail, e.fuel, start, e);
+            }
+            if (result == null) {
+                // Swapped out and closed between reading `current` and the call: the new one.
+                component = current;
+                if (component == null) {
+                    throw failure(getClass().getName(), "internal",
+                        "closed during the call", -1, start, null);
+                }
+                continue;
+            }
+            GroupAssignment assignment;
+            try {
+                assignment = flat.assignment(result.assignment);
+            } catch (RuntimeException e) {
+                throw failure(component.name, "internal", "cannot read the assignment: " + e, result.fuel, start, e);
+            }
+            long total = System.nanoTime() - start;
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("assignor={} fuel={} time={}ms members={} assigned", component.name, result.fuel,
+                    millis(total), flat.members());
+            }
+            return new Timed(assignment, result, encoded - start, total);
+        }
+    }
+
+    private static TaskAssignorException failure(String assignor, String kind, String detail, long fuel,
+                                                 long start, Exception cause) {
+        String message = kind + ": task assignor `" + assignor + "` failed: " + detail;
+        LOG.warn("assignor={} kind={} fuel={} time={}ms: {}", assignor, kind, fuel < 0 ? "-" : fuel,
+            millis(System.nanoTime() - start), detail);
+        return new TaskAssignorException(message, cause);
+    }
+
+    private static String millis(long nanos) {
+        return String.format(Locale.ROOT, "%.3f", nanos / 1e6);
+    }
+
+    private NativeComponent running() {
+        NativeComponent c = current;
+        if (c == null) {
+            throw new IllegalStateException(entry() + " is not configured");
+        }
+        return c;
+    }
+
+    /**
+     * Hot swap: when the file changed since the running version (or the last refused one)
+     * was read, loads it, checks that it keeps the running name, trial-runs it on a small
+     * group, and only then swaps it in; calls in flight finish on the old version, which is
+     * closed after them. A version that fails any step is logged and the running one kept.
+     * Runs on the watcher thread every {@code P + "watch.ms"}; tests call it directly.
+     *
+     * @return whether a new version was swapped in
+     */
+    synchronized boolean checkForUpdate() {
+        NativeComponent running = current;
+        if (running == null) {
+            return false;
+        }
+        String seen = fileVersion(Paths.get(running.path));
+        if (seen.equals(lastSeen)) {
+            return false;
+        }
+        lastSeen = seen;
+        long start = System.nanoTime();
+        NativeComponent candidate;
+        try {
+            candidate = NativeComponent.load(running.path, properties, prefix, signalsBasedTraps);
+        } catch (SandboxFailure e) {
+            LOG.error("assignor={} kind={} fuel={} time={}ms: new version of {} refused, keeping the running one: {}",
+                running.name, e.kind, e.fuel < 0 ? "-" : e.fuel, millis(System.nanoTime() - start), running.path,
+                e.detail);
+            return false;
+        } catch (RuntimeException e) {
+            LOG.error("assignor={} kind=internal: new version of {} refused, keeping the running one", running.name,
+                running.path, e);
+            return false;
+        }
+        if (!candidate.name.equals(running.name)) {
+            LOG.error("assignor={} kind=load: new version of {} refused, keeping the running one: it is named `{}`; "
+                + "a new name needs a broker restart (the broker registers assignors by name at startup)",
+                running.name, running.path, candidate.name);
+            candidate.close();
+            return false;
+        }
+        try {
+            NativeComponent.Result trial = candidate.assign(FlatGroup.encode(TrialGroup.GROUP, TrialGroup.TOPOLOGY));
+            LOG.info("assignor={} fuel={} time={}ms: new version of {} passed its trial run, swapped in",
+                running.name, trial.fuel, millis(System.nanoTime() - start), running.path);
+        } catch (SandboxFailure e) {
+            LOG.error("assignor={} kind={} fuel={} time={}ms: new version of {} failed its trial run, keeping the "
+                + "running one: {}", running.name, e.kind, e.fuel < 0 ? "-" : e.fuel,
+                millis(System.nanoTime() - start), running.path, e.detail);
+            candidate.close();
+            return false;
+        }
+        current = candidate;
+        running.close();
+        return true;
+    }
+
+    /** What identifies a version of the file cheaply: its modification time and size ("" if unreadable). */
+    private static String fileVersion(Path path) {
+        try {
+            BasicFileAttributes a = Files.readAttributes(path, BasicFileAttributes.class);
+            return a.lastModifiedTime().toMillis() + "/" + a.size() + "/" + a.fileKey();
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    private String entry() {
+        return "task assignor " + getClass().getName();
+    }
+
+    private long longKey(Map<String, String> props, String key, long dflt) {
+        String v = props.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            long n = Long.parseLong(v.trim());
+            if (n >= 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // Reported below with the key.
+        }
+        throw new IllegalArgumentException(entry() + ": " + key + "=" + v + ": expected a non-negative integer");
+    }
+
+    /** Stops the watcher and frees the running version (a broker never calls it; tests do). */
+    @Override
+    public synchronized void close() {
+        if (watcher != null) {
+            watcher.shutdownNow();
+            watcher = null;
+        }
+        NativeComponent c = current;
+        current = null;
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    /**
+     * The hot swap's trial group: three members on two processes, a stateful subtopology of
+     * four partitions and a stateless one of two, one standby, nothing assigned before. Small
+     * (a trial costs well under a millisecond) and enough to catch a version that loses, doubles
+     * or misplaces tasks.
+     */
+    static final class TrialGroup {
+        static final GroupSpec GROUP = new GroupSpec() {
+            private final List<String> members = Arrays.asList("trial-member-0", "trial-member-1", "trial-member-2");
+
+            @Override
+            public Collection<String> memberIds() {
+                return members;
+            }
+
+            @Override
+            public MemberAssignmentMetadata memberMetadata(String memberId) {
+                String process = memberId.endsWith("2") ? "trial-process-1" : "trial-process-0";
+                return new MemberAssignmentMetadata() {
+                    @Override
+                    public Optional<String> instanceId() {
+                        return Optional.empty();
+                    }
+
+                    @Override
+                    public Optional<String> rackId() {
+                        return Optional.empty();
+                    }
+
+                    @Override
+                    public String processId() {
+                        return process;
+                    }
+
+                    @Override
+                    public Map<String, String> clientTags() {
+                        return Map.of();
+                    }
+                };
+            }
+
+            @Override
+            public MemberAssignmentState memberAssignmentState(String memberId) {
+                return new MemberAssignmentState() {
+                    @Override
+                    public Map<String, Set<Integer>> activeTasks() {
+                        return Map.of();
+                    }
+
+                    @Override
+                    public Map<String, Set<Integer>> standbyTasks() {
+                        return Map.of();
+                    }
+
+                    @Override
+                    public Map<String, Set<Integer>> warmupTasks() {
+                        return Map.of();
+                    }
+
+                    @Override
+                    public Map<String, Map<Integer, Long>> taskOffsets() {
+                        return Map.of();
+                    }
+
+                    @Override
+                    public Map<String, Map<Integer, Long>> taskEndOffsets() {
+                        return Map.of();
+                    }
+                };
+            }
+
+            @Override
+            public AssignmentConfigs configs() {
+                return new AssignmentConfigs() {
+                    @Override
+                    public int numStandbyReplicas() {
+                        return 1;
+                    }
+
+                    @Override
+                    public List<String> rackAwareAssignmentTags() {
+                        return List.of();
+                    }
+                };
+            }
+        };
+
+        static final TopologyDescriber TOPOLOGY = new TopologyDescriber() {
+            private final Map<String, Integer> partitions = new HashMap<>(Map.of("trial-stateful", 4,
+                "trial-stateless", 2));
+
+            @Override
+            public List<String> subtopologies() {
+                return List.of("trial-stateful", "trial-stateless");
+            }
+
+            @Override
+            public int maxNumInputPartitions(String subtopologyId) {
+                return partitions.get(subtopologyId);
+            }
+
+            @Override
+            public boolean isStateful(String subtopologyId) {
+                return subtopologyId.equals("trial-stateful");
+            }
+        };
+
+        private TrialGroup() {
+        }
+    }
+}
