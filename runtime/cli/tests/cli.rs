@@ -148,6 +148,33 @@ fn bad_component_file_is_a_load_error() {
     assert_eq!(v["error"]["kind"], "load");
 }
 
+/// A broker config naming a component that does not load exits 2 with the entry, the
+/// assignor and the cause, each said once (not once per error layer).
+#[test]
+fn load_errors_say_their_cause_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("server.properties");
+    let missing = dir.path().join("missing.wasm");
+    std::fs::write(
+        &config,
+        format!("group.streams.assignors={}\n", missing.display()),
+    )
+    .expect("write");
+    let out = assignor(
+        &["registry", "--config", config.to_str().expect("utf-8 path")],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("cannot read the component file"), "{err}");
+    assert_eq!(
+        err.matches("cannot read the component file").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(err.matches("failed (load)").count(), 1, "{err}");
+}
+
 /// Bad input exits 2 with the path of the offending field.
 #[test]
 fn input_errors_point_at_the_field() {

@@ -266,10 +266,28 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", causes(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// `e` and its causes, each said once. The project's errors say their cause in their own
+/// message and also keep it as their `source` (for embedders that walk the chain), so
+/// anyhow's `{:#}`, which appends every source, would repeat each cause once per layer: a
+/// cause already in the message so far is not appended again.
+fn causes(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.is_empty() {
+            message = text;
+        } else if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }
 
 /// Restores the default action of `SIGPIPE`, which Rust's runtime ignores: a one-shot
@@ -348,7 +366,7 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
                     "captured the call in {0}; rerun it with `assignor replay {0}`",
                     path.display()
                 ),
-                Err(e) => eprintln!("warning: {e:#}"),
+                Err(e) => eprintln!("warning: {}", causes(&e)),
             }
         })
     });
