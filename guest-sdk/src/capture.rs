@@ -6,22 +6,36 @@
 //! [`Capture::read`] and feeds [`Capture::group`] and [`Capture::topology`] to the assignor
 //! natively, to debug the failure where a debugger works.
 //!
-//! The file is a magic tag, a format version and the [`Capture`] in postcard: a
-//! 1000-member, 16384-task group takes about 100 KB.
+//! The file is a magic tag, a format version (little-endian `u32`) and the capture:
+//!
+//! - version 2, written since the model's records existed: a CBOR map keyed by small
+//!   integers, its group and topology in the model's stored encoding ([`crate::records`]), so
+//!   a field added to the model or to a capture is read by older and newer SDKs alike. A
+//!   1000-member, 16384-task group takes about 100 KB, as in version 1 (the records' task
+//!   sets are as compact as postcard's varints; the coordinator's records doc has the
+//!   measurements).
+//! - version 1, still read: the [`Capture`] in postcard, positional; its limits are frozen in
+//!   `v1`, its group and topology decoded with today's types. The test `reads_version_1` holds a committed version-1 file: the day the model's
+//!   types change, it fails, and that change must freeze the version-1 shapes beside it (as
+//!   the coordinator's `records::legacy` does for its version-1 groups).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use crate::{GroupSpec, Topology};
+use minicbor::{Decode, Encode};
+
+use crate::records::{MemberRecord, TopologyRecord};
+use crate::{AssignmentConfigs, CallLimits, GroupSpec, Topology};
 
 /// The first bytes of every capture file.
 pub const MAGIC: &[u8; 16] = b"assignor-capture";
-/// The format version this SDK writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this SDK writes; it reads this one and version 1.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One assignment call, as the runtime made it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capture {
     /// The assignor's name (its `name()`, or a built-in's name).
     pub assignor: String,
@@ -30,28 +44,13 @@ pub struct Capture {
     /// The configuration `configure` was given.
     pub config: BTreeMap<String, String>,
     /// The sandbox limits the call ran under; `None` for a built-in (run natively).
-    pub limits: Option<CapturedLimits>,
+    pub limits: Option<CallLimits>,
     /// The group, current assignment included.
     pub group: GroupSpec,
     /// The topology.
     pub topology: Topology,
     /// How the call failed; `None` for a call captured on purpose although it succeeded.
     pub failure: Option<CapturedFailure>,
-}
-
-/// The sandbox limits of a captured call, in plain units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CapturedLimits {
-    /// Fuel per call; `None`: unlimited.
-    pub fuel: Option<u64>,
-    /// Linear memory per instance, bytes.
-    pub memory_bytes: u64,
-    /// Wasm stack, bytes.
-    pub wasm_stack_bytes: u64,
-    /// Wall-clock deadline, milliseconds.
-    pub timeout_ms: u64,
-    /// Largest output, bytes.
-    pub max_output_bytes: u64,
 }
 
 /// How a captured call failed.
@@ -86,8 +85,8 @@ impl fmt::Display for CaptureError {
             ),
             Self::Version(v) => write!(
                 f,
-                "capture format version {v}; this SDK reads version {FORMAT_VERSION} (use a \
-                 matching assignor runtime)"
+                "capture format version {v}; this SDK reads versions 1 to {FORMAT_VERSION} \
+                 (a newer runtime wrote it: replay it with that runtime)"
             ),
             Self::Corrupt(why) => write!(f, "the capture is damaged: {why}"),
         }
@@ -96,12 +95,172 @@ impl fmt::Display for CaptureError {
 
 impl std::error::Error for CaptureError {}
 
+/// Version 1: the capture as postcard wrote it, positional. Its limits are frozen here, since
+/// [`CallLimits`] is also a JSON shape with its own field order; the group and topology are
+/// today's types (see the module doc).
+mod v1 {
+    use std::collections::BTreeMap;
+
+    use crate::{CallLimits, GroupSpec, Topology};
+
+    use super::CapturedFailure;
+
+    #[derive(serde::Deserialize)]
+    pub(super) struct Capture {
+        assignor: String,
+        component_sha256: Option<String>,
+        config: BTreeMap<String, String>,
+        limits: Option<Limits>,
+        group: GroupSpec,
+        topology: Topology,
+        failure: Option<CapturedFailure>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Limits {
+        fuel: Option<u64>,
+        memory_bytes: u64,
+        wasm_stack_bytes: u64,
+        timeout_ms: u64,
+        max_output_bytes: u64,
+    }
+
+    impl Capture {
+        pub(super) fn into_capture(self) -> super::Capture {
+            super::Capture {
+                assignor: self.assignor,
+                component_sha256: self.component_sha256,
+                config: self.config,
+                limits: self.limits.map(|l| CallLimits {
+                    fuel: l.fuel,
+                    max_output_bytes: l.max_output_bytes,
+                    memory_bytes: l.memory_bytes,
+                    timeout_ms: l.timeout_ms,
+                    wasm_stack_bytes: Some(l.wasm_stack_bytes),
+                }),
+                group: self.group,
+                topology: self.topology,
+                failure: self.failure,
+            }
+        }
+    }
+}
+
+/// A capture as stored (format version 2); see the module doc.
+#[derive(Encode, Decode)]
+#[cbor(map)]
+struct CaptureRecord<'a> {
+    #[n(0)]
+    assignor: Cow<'a, str>,
+    #[n(1)]
+    component_sha256: Option<Cow<'a, str>>,
+    #[n(2)]
+    config: Cow<'a, BTreeMap<String, String>>,
+    #[n(3)]
+    limits: Option<LimitsRecord>,
+    #[n(4)]
+    members: Vec<MemberRecord<'a>>,
+    #[n(5)]
+    num_standby_replicas: u32,
+    #[n(6)]
+    rack_aware_assignment_tags: Cow<'a, [String]>,
+    #[n(7)]
+    topology: TopologyRecord<'a>,
+    #[n(8)]
+    failure: Option<FailureRecord<'a>>,
+}
+
+#[derive(Encode, Decode)]
+#[cbor(map)]
+struct LimitsRecord {
+    #[n(0)]
+    fuel: Option<u64>,
+    #[n(1)]
+    memory_bytes: u64,
+    #[n(2)]
+    wasm_stack_bytes: Option<u64>,
+    #[n(3)]
+    timeout_ms: u64,
+    #[n(4)]
+    max_output_bytes: u64,
+}
+
+#[derive(Encode, Decode)]
+#[cbor(map)]
+struct FailureRecord<'a> {
+    #[n(0)]
+    kind: Cow<'a, str>,
+    #[n(1)]
+    message: Cow<'a, str>,
+    #[n(2)]
+    fuel: Option<u64>,
+}
+
+impl<'a> CaptureRecord<'a> {
+    fn of(c: &'a Capture) -> Self {
+        Self {
+            assignor: Cow::Borrowed(&c.assignor),
+            component_sha256: c.component_sha256.as_deref().map(Cow::Borrowed),
+            config: Cow::Borrowed(&c.config),
+            limits: c.limits.map(|l| LimitsRecord {
+                fuel: l.fuel,
+                memory_bytes: l.memory_bytes,
+                wasm_stack_bytes: l.wasm_stack_bytes,
+                timeout_ms: l.timeout_ms,
+                max_output_bytes: l.max_output_bytes,
+            }),
+            members: c.group.members.iter().map(MemberRecord::of).collect(),
+            num_standby_replicas: c.group.configs.num_standby_replicas,
+            rack_aware_assignment_tags: Cow::Borrowed(&c.group.configs.rack_aware_assignment_tags),
+            topology: TopologyRecord::of(&c.topology),
+            failure: c.failure.as_ref().map(|f| FailureRecord {
+                kind: Cow::Borrowed(&f.kind),
+                message: Cow::Borrowed(&f.message),
+                fuel: f.fuel,
+            }),
+        }
+    }
+
+    fn into_capture(self) -> Capture {
+        Capture {
+            assignor: self.assignor.into_owned(),
+            component_sha256: self.component_sha256.map(Cow::into_owned),
+            config: self.config.into_owned(),
+            limits: self.limits.map(|l| CallLimits {
+                fuel: l.fuel,
+                memory_bytes: l.memory_bytes,
+                wasm_stack_bytes: l.wasm_stack_bytes,
+                timeout_ms: l.timeout_ms,
+                max_output_bytes: l.max_output_bytes,
+            }),
+            group: GroupSpec {
+                members: self
+                    .members
+                    .into_iter()
+                    .map(MemberRecord::into_member)
+                    .collect(),
+                configs: AssignmentConfigs {
+                    num_standby_replicas: self.num_standby_replicas,
+                    rack_aware_assignment_tags: self.rack_aware_assignment_tags.into_owned(),
+                },
+            },
+            topology: self.topology.into_topology(),
+            failure: self.failure.map(|f| CapturedFailure {
+                kind: f.kind.into_owned(),
+                message: f.message.into_owned(),
+                fuel: f.fuel,
+            }),
+        }
+    }
+}
+
 impl Capture {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        postcard::to_extend(self, out).expect("a capture always serializes")
+        minicbor::encode(CaptureRecord::of(self), &mut out).expect("writing to a Vec cannot fail");
+        out
     }
 
     /// Decodes a capture file's bytes.
@@ -113,9 +272,12 @@ impl Capture {
             .split_first_chunk::<4>()
             .ok_or_else(|| CaptureError::Corrupt("no format version".into()))?;
         match u32::from_le_bytes(*version) {
-            FORMAT_VERSION => {
-                postcard::from_bytes(payload).map_err(|e| CaptureError::Corrupt(e.to_string()))
-            }
+            FORMAT_VERSION => minicbor::decode::<CaptureRecord<'_>>(payload)
+                .map(CaptureRecord::into_capture)
+                .map_err(|e| CaptureError::Corrupt(e.to_string())),
+            1 => postcard::from_bytes::<v1::Capture>(payload)
+                .map(v1::Capture::into_capture)
+                .map_err(|e| CaptureError::Corrupt(e.to_string())),
             other => Err(CaptureError::Version(other)),
         }
     }
@@ -145,12 +307,12 @@ mod tests {
             assignor: "sticky".into(),
             component_sha256: Some("ab".repeat(32)),
             config: BTreeMap::from([("k".to_owned(), "v".to_owned())]),
-            limits: Some(CapturedLimits {
+            limits: Some(CallLimits {
                 fuel: Some(1_000),
-                memory_bytes: 1 << 20,
-                wasm_stack_bytes: 1 << 16,
-                timeout_ms: 100,
                 max_output_bytes: 1 << 10,
+                memory_bytes: 1 << 20,
+                timeout_ms: 100,
+                wasm_stack_bytes: Some(1 << 16),
             }),
             group: GroupSpec {
                 members: vec![member],
@@ -195,5 +357,41 @@ mod tests {
             Capture::from_bytes(&bytes[..bytes.len() - 3]),
             Err(CaptureError::Corrupt(_))
         ));
+    }
+
+    /// A version-1 capture (postcard, written by the runtime of commit 70c30f1 and kept in
+    /// `tests/fixtures/`) still reads, every field in place.
+    #[test]
+    fn reads_version_1() {
+        let c = Capture::from_bytes(include_bytes!("../tests/fixtures/version-1.capture"))
+            .expect("a version-1 capture reads");
+        assert_eq!(c.assignor, "loops-on-large-groups");
+        assert_eq!(c.group.members.len(), 5);
+        assert!(c.limits.is_some_and(|l| l.fuel == Some(50_000_000)));
+        let failure = c.failure.as_ref().expect("a failure's capture");
+        assert_eq!(
+            (failure.kind.as_str(), failure.fuel),
+            ("out-of-fuel", Some(50_000_000))
+        );
+        // Written again, it is a current capture holding the same call.
+        assert_eq!(Capture::from_bytes(&c.to_bytes()), Ok(c));
+    }
+
+    /// A capture with a field this SDK does not know (a newer runtime's) still reads: the key
+    /// is skipped, not an error.
+    #[test]
+    fn skips_fields_it_does_not_know() {
+        let c = sample();
+        let mut bytes = c.to_bytes();
+        let header = MAGIC.len() + 4;
+        // The record is a CBOR map of at most 23 entries: one header byte 0xa0 + count.
+        let count = bytes[header] - 0xa0;
+        bytes[header] = 0xa0 + count + 1;
+        let mut e = minicbor::Encoder::new(Vec::new());
+        e.u32(100)
+            .and_then(|e| e.str("from the future"))
+            .expect("writes");
+        bytes.extend(e.into_writer());
+        assert_eq!(Capture::from_bytes(&bytes), Ok(c));
     }
 }

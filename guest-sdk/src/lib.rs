@@ -52,6 +52,10 @@
 //!   strategies for testing assignors natively and in the sandbox.
 //! - [`capture`] (feature `capture`): the files the runtime writes when a call fails, for
 //!   `assignor replay` and for loading a production failure as a test case.
+//! - `limits` (feature `serde`): [`CallLimits`], the sandbox limits of one call, as captures
+//!   record them and usage reports carry them.
+//! - [`records`] (feature `capture`): the model's stored encoding, shared by captures and the
+//!   coordinator's stored groups.
 //! - `task_set`: [`TaskSet`], the sorted-vector task set members' assignments are made of.
 //! - `assignor`: the [`TaskAssignor`] trait and [`AssignError`].
 //! - `guest` (wasm32 only): wit-bindgen glue and the WIT ⇄ model conversion behind [`export!`].
@@ -63,7 +67,11 @@ mod assignor;
 pub mod capture;
 #[cfg(feature = "harness")]
 pub mod harness;
+#[cfg(feature = "serde")]
+mod limits;
 mod model;
+#[cfg(feature = "capture")]
+pub mod records;
 mod task_set;
 mod validate;
 
@@ -72,6 +80,8 @@ mod validate;
 pub mod guest;
 
 pub use assignor::{AssignError, TaskAssignor};
+#[cfg(feature = "serde")]
+pub use limits::CallLimits;
 pub use model::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, MemberAssignment, SourceTopic,
     Subtopology, TaskId, Topology,

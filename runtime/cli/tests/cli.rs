@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use assignor_coordinator::json::AssignmentDoc;
 
@@ -146,6 +147,113 @@ fn bad_component_file_is_a_load_error() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("error object");
     assert_eq!(v["error"]["kind"], "load");
+}
+
+/// The compiled component is cached between runs: the first run writes one entry, the next
+/// loads it (marking it used) instead of compiling; a damaged entry is compiled over;
+/// `--no-cache` and a directory others may write to leave nothing behind.
+#[test]
+fn compiled_components_are_cached_between_runs() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let cache_arg = cache.to_str().expect("utf-8 path");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "assign",
+            "--assignor",
+            SAMPLE,
+            "--input",
+            EXAMPLE,
+            "--no-capture",
+        ];
+        args.extend_from_slice(extra);
+        let out = assignor(&args, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out
+    };
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    run(&["--cache-dir", cache_arg]);
+    let first = entries(&cache);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let entry = &first[0];
+    assert!(entry.extension().is_some_and(|e| e == "cwasm"), "{entry:?}");
+    let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let set_mtime = |t| {
+        std::fs::File::options()
+            .write(true)
+            .open(entry)
+            .and_then(|f| f.set_modified(t))
+            .expect("set mtime")
+    };
+    set_mtime(old);
+    run(&["--cache-dir", cache_arg]);
+    let modified = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
+    assert!(
+        modified(entry) > old,
+        "the second run loaded the entry, marking it used"
+    );
+    assert_eq!(entries(&cache), first, "and compiled nothing new");
+
+    std::fs::write(entry, b"not a compiled component").expect("damage it");
+    run(&["--cache-dir", cache_arg]);
+    assert!(
+        std::fs::metadata(entry).expect("rewritten").len() > 1000,
+        "compiled over"
+    );
+
+    let none = dir.path().join("none");
+    run(&["--cache-dir", none.to_str().expect("utf-8"), "--no-cache"]);
+    assert!(entries(&none).is_empty(), "--no-cache writes nothing");
+
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = run(&["--cache-dir", open.to_str().expect("utf-8")]);
+    assert!(
+        entries(&open).is_empty(),
+        "a directory others may write to is not used"
+    );
+    assert!(
+        text(&out.stderr).contains("others may write to it"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A broker config naming a component that does not load exits 2 with the entry, the
+/// assignor and the cause, each said once (not once per error layer).
+#[test]
+fn load_errors_say_their_cause_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("server.properties");
+    let missing = dir.path().join("missing.wasm");
+    std::fs::write(
+        &config,
+        format!("group.streams.assignors={}\n", missing.display()),
+    )
+    .expect("write");
+    let out = assignor(
+        &["registry", "--config", config.to_str().expect("utf-8 path")],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("cannot read the component file"), "{err}");
+    assert_eq!(
+        err.matches("cannot read the component file").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(err.matches("failed (load)").count(), 1, "{err}");
 }
 
 /// Bad input exits 2 with the path of the offending field.

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use assignor_sdk::capture::{Capture, CapturedFailure, CapturedLimits};
-use assignor_sdk::{GroupAssignment, GroupSpec, Topology};
+use assignor_sdk::capture::{Capture, CapturedFailure};
+use assignor_sdk::{CallLimits, GroupAssignment, GroupSpec, Topology};
 
 use crate::assignor::Assignor;
 use assignor_sandbox::Limits;
@@ -25,7 +25,7 @@ pub fn of_failure(
 ) -> Capture {
     let (component_sha256, limits) = match assignor {
         Assignor::BuiltIn { .. } => (None, None),
-        Assignor::Component(c) => (Some(c.sha256()), Some(CapturedLimits::from(c.limits()))),
+        Assignor::Component(c) => (Some(c.sha256()), Some(CallLimits::from(c.limits()))),
     };
     Capture {
         assignor: assignor.name().to_owned(),
@@ -44,12 +44,12 @@ pub fn of_failure(
 
 /// The limits to replay `capture` under: its own (over the defaults, for what a capture does
 /// not record), or the defaults for a built-in's capture. The conversion is
-/// [`Limits::with_captured`].
+/// [`Limits::with_call_limits`].
 pub fn limits_for(capture: &Capture) -> Limits {
     capture
         .limits
         .as_ref()
-        .map_or_else(Limits::default, |l| Limits::default().with_captured(l))
+        .map_or_else(Limits::default, |l| Limits::default().with_call_limits(l))
 }
 
 /// Whether a replay's `outcome` ends as `capture` did: the same error kind and message and

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use assignor_sdk::CallLimits;
+
 use super::document::AssignmentDoc;
 
 /// A call's resource use beside the limits it ran under.
@@ -22,21 +24,6 @@ pub struct UsageReport {
     pub peak_memory_bytes: Option<u64>,
     /// Wall time of the whole call, in microseconds.
     pub wall_time_us: u64,
-}
-
-/// The limits one call runs under: the wire form of the runtime's `Limits` as far as a
-/// report needs it (the rest keep their defaults when read back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallLimits {
-    /// Fuel per call; `None` when unlimited.
-    pub fuel: Option<u64>,
-    /// Largest output, in bytes.
-    pub max_output_bytes: u64,
-    /// Linear memory per instance, in bytes.
-    pub memory_bytes: u64,
-    /// Wall-clock deadline, in milliseconds.
-    pub timeout_ms: u64,
 }
 
 /// A failed call: Kafka's `TaskAssignorException` message with the kind beside it.

@@ -34,7 +34,7 @@ pub mod service;
 
 pub use call::{CallError, CallLimits, ErrorDoc, Outcome, UsageReport};
 pub use document::{AssignmentDoc, AssignmentView, MemberAssignmentDoc};
-pub use limits::{FuelLimit, LimitOverrides, NoFuel, TenantLimits};
+pub use limits::{FuelLimit, LimitOverrides, NoFuel, TenantLimitsReport};
 pub use service::{
     AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
     ErrorAnswer, GroupConfigs, GroupOverrides, Health, LastFailure, ServiceError, TenantList,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// A tenant's limits in force, every one of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TenantLimits {
+pub struct TenantLimitsReport {
     /// Time an upload has to be validated, compiled and loaded, in milliseconds.
     pub compile_timeout_ms: u64,
     /// Fuel per call; `None` (JSON `null`) when only the deadline bounds a call.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::call::UsageReport;
 use super::document::AssignmentDoc;
-use super::limits::{LimitOverrides, TenantLimits};
+use super::limits::{LimitOverrides, TenantLimitsReport};
 
 /// `GET /health`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,7 +188,7 @@ pub struct TenantList {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantReport {
     /// The limits in force: the config file's with the overrides on top.
-    pub limits: TenantLimits,
+    pub limits: TenantLimitsReport,
     /// The tenant.
     pub name: String,
     /// The admin's overrides (empty when none).

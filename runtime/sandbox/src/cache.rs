@@ -75,14 +75,17 @@ fn parse_file_name(name: &str) -> Option<(&str, &str)> {
 pub(crate) struct ArtifactCache {
     memory: Mutex<HashMap<ContentHash, Component>>,
     dir: Option<PathBuf>,
+    /// The most the directory's entries may take (see `prune`).
+    max_bytes: Option<u64>,
     engine_tag: String,
 }
 
 impl ArtifactCache {
-    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>, max_bytes: Option<u64>) -> Self {
         Self {
             memory: Mutex::new(HashMap::new()),
             dir,
+            max_bytes,
             engine_tag: engine_tag(engine),
         }
     }
@@ -119,19 +122,27 @@ impl ArtifactCache {
             Some(c) => c,
             None => match read(engine, hash, &path) {
                 Some(c) => {
+                    if self.max_bytes.is_some() {
+                        touch(&path);
+                    }
                     self.remember(dir, hash, &c);
                     return Ok(c);
                 }
                 None => compile()?,
             },
         };
-        if let Err(e) = store(&component, hash, &path) {
-            tracing::warn!(
+        match store(&component, hash, &path) {
+            Ok(()) => {
+                if let Some(max) = self.max_bytes {
+                    prune(dir, max, &path);
+                }
+            }
+            Err(e) => tracing::warn!(
                 path = %path.display(),
                 sha256 = %hex(hash),
                 error = %e,
                 "could not cache compiled artifact"
-            );
+            ),
         }
         self.remember(dir, hash, &component);
         Ok(component)
@@ -216,6 +227,57 @@ fn checked_payload<'a>(hash: &ContentHash, file: &'a [u8]) -> Result<&'a [u8], &
         return Err("checksum mismatch (truncated or corrupt)");
     }
     Ok(payload)
+}
+
+/// Marks the entry at `path` as just used, for [`prune`]'s order (its modification time:
+/// access times are not kept reliably, e.g. under `relatime`).
+fn touch(path: &Path) {
+    let now = std::time::SystemTime::now();
+    if let Err(e) = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(now))
+    {
+        tracing::debug!(path = %path.display(), error = %e, "cannot mark a cache entry used");
+    }
+}
+
+/// Removes the least recently used entries of `dir` (by modification time, see [`touch`])
+/// until those left take at most `max_bytes`, never `keep` (the entry just written, which
+/// alone may exceed the bound). Only entries are counted and removed: temporary files of
+/// writes in flight, in this process or another, are left alone. A file another process
+/// removed first is simply gone.
+fn prune(dir: &Path, max_bytes: u64, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().and_then(parse_file_name).is_some())
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(std::fs::Metadata::is_file)?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|(_, len, _)| len).sum();
+    if total <= max_bytes {
+        return;
+    }
+    files.sort();
+    let (mut removed, mut freed) = (0, 0);
+    for (_, len, path) in &files {
+        if total <= max_bytes {
+            break;
+        }
+        if path == keep {
+            continue;
+        }
+        let gone = remove(path);
+        total = total.saturating_sub(*len);
+        removed += 1;
+        freed += gone;
+    }
+    tracing::debug!(path = %dir.display(), removed, bytes = freed, "compiled-component cache pruned");
 }
 
 /// Distinguishes the temporary files of concurrent writes of the same entry in one process
@@ -398,6 +460,45 @@ fn remove(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pruning removes the least recently used entries until the rest fit the bound, keeps
+    /// the entry just written even when it alone is over it, and never touches temporary or
+    /// foreign files.
+    #[test]
+    fn prune_keeps_the_recently_used_within_the_bound() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tag = "0123456789abcdef";
+        let entry = |i: u8, age_s: u64| {
+            let path = dir.path().join(file_name(&hex(&[i; 32]), tag));
+            std::fs::write(&path, [0u8; 100]).expect("write");
+            let at = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(at))
+                .expect("set mtime");
+            path
+        };
+        let (oldest, old, used, new) = (entry(1, 400), entry(2, 300), entry(3, 200), entry(4, 0));
+        touch(&used);
+        let tmp = dir.path().join("in-flight.tmp7-0");
+        std::fs::write(&tmp, [0u8; 1000]).expect("write");
+        prune(dir.path(), 250, &new);
+        assert!(
+            !oldest.exists() && !old.exists(),
+            "the least recently used go first"
+        );
+        assert!(
+            used.exists() && new.exists(),
+            "the recently used and the new one stay"
+        );
+        assert!(tmp.exists(), "a write in flight is not an entry");
+        prune(dir.path(), 10, &new);
+        assert!(
+            !used.exists() && new.exists(),
+            "the new entry stays even over the bound"
+        );
+    }
 
     /// Entry names parse back to their parts; temporary and foreign names do not.
     #[test]

@@ -107,6 +107,7 @@ impl Runtime {
         RuntimeBuilder {
             limits,
             cache_dir: None,
+            cache_max_bytes: None,
             compiler: None,
             signals_based_traps: true,
         }
@@ -119,6 +120,7 @@ impl Runtime {
 pub struct RuntimeBuilder {
     limits: Limits,
     cache_dir: Option<PathBuf>,
+    cache_max_bytes: Option<u64>,
     compiler: Option<PathBuf>,
     signals_based_traps: bool,
 }
@@ -144,6 +146,17 @@ impl RuntimeBuilder {
     /// code. Default: memory only.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Keeps the [`cache_dir`](Self::cache_dir)'s entries within `bytes`: each time this
+    /// runtime writes one, the least recently used others (a load from the directory counts
+    /// as a use) are removed until the directory's entries fit, the new one always kept. For
+    /// a directory shared by processes that come and go (the `assignor` command's per-user
+    /// cache); several processes may prune one directory at once, and a load that finds its
+    /// entry gone compiles again. Default: no bound.
+    pub fn cache_max_bytes(mut self, bytes: u64) -> Self {
+        self.cache_max_bytes = Some(bytes);
         self
     }
 
@@ -174,6 +187,7 @@ impl RuntimeBuilder {
         let Self {
             limits,
             cache_dir,
+            cache_max_bytes,
             compiler,
             signals_based_traps,
         } = self;
@@ -193,7 +207,7 @@ impl RuntimeBuilder {
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker)?;
-        let cache = ArtifactCache::new(&engine, cache_dir);
+        let cache = ArtifactCache::new(&engine, cache_dir, cache_max_bytes);
         let ticker = EpochTicker::start(engine.clone());
         Ok(Runtime {
             inner: Arc::new(Inner {

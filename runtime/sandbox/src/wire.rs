@@ -1,11 +1,9 @@
 //! The sandbox's values in [`assignor_protocol`]'s wire shapes and back, in one
-//! place: [`Limits`] ⇄ [`CallLimits`] (usage reports) and ⇄ [`CapturedLimits`] (captures),
+//! place: [`Limits`] ⇄ [`CallLimits`] (usage reports and captures),
 //! [`Usage`] ⇄ [`UsageReport`], [`TaskAssignorError`] → [`CallError`]. They live here, beside
 //! the runtime's types, because the protocol depends on nothing but serde and the SDK.
 
 use std::time::Duration;
-
-use assignor_sdk::capture::CapturedLimits;
 
 use crate::Limits;
 use crate::TaskAssignorError;
@@ -29,40 +27,25 @@ impl From<&Limits> for CallLimits {
             max_output_bytes: limits.get_max_output_bytes() as u64,
             memory_bytes: limits.get_memory_bytes() as u64,
             timeout_ms: millis(limits.get_timeout()),
-        }
-    }
-}
-
-impl From<&Limits> for CapturedLimits {
-    fn from(limits: &Limits) -> Self {
-        Self {
-            fuel: limits.get_fuel(),
-            memory_bytes: limits.get_memory_bytes() as u64,
-            wasm_stack_bytes: limits.get_wasm_stack_bytes() as u64,
-            timeout_ms: millis(limits.get_timeout()),
-            max_output_bytes: limits.get_max_output_bytes() as u64,
+            wasm_stack_bytes: Some(limits.get_wasm_stack_bytes() as u64),
         }
     }
 }
 
 impl Limits {
-    /// These limits with a report's call limits in place of their own (the others, which a
-    /// report does not carry, stay).
+    /// These limits with a call's (a usage report's or a capture's) in place of their own;
+    /// the others, which a call's limits do not carry (output capture, component size,
+    /// concurrency, input limits, and the wasm stack where a report leaves it out), stay.
     pub fn with_call_limits(self, call: &CallLimits) -> Self {
-        self.fuel(call.fuel)
+        let limits = self
+            .fuel(call.fuel)
             .memory_bytes(size(call.memory_bytes))
             .timeout(Duration::from_millis(call.timeout_ms))
-            .max_output_bytes(size(call.max_output_bytes))
-    }
-
-    /// These limits with a capture's in place of their own (the others, which a capture does
-    /// not record — output capture, component size, concurrency — stay).
-    pub fn with_captured(self, captured: &CapturedLimits) -> Self {
-        self.fuel(captured.fuel)
-            .memory_bytes(size(captured.memory_bytes))
-            .wasm_stack_bytes(size(captured.wasm_stack_bytes))
-            .timeout(Duration::from_millis(captured.timeout_ms))
-            .max_output_bytes(size(captured.max_output_bytes))
+            .max_output_bytes(size(call.max_output_bytes));
+        match call.wasm_stack_bytes {
+            Some(stack) => limits.wasm_stack_bytes(size(stack)),
+            None => limits,
+        }
     }
 }
 
@@ -113,8 +96,8 @@ impl From<&TaskAssignorError> for ErrorDoc {
 mod tests {
     use super::*;
 
-    /// Limits survive the trip through a capture and through a usage report, what each does
-    /// not carry taken from the base.
+    /// Limits survive the trip through a call's limits, and through their JSON (a usage
+    /// report's), which leaves the wasm stack to the base.
     #[test]
     fn limits_round_trip() {
         let limits = Limits::default()
@@ -123,11 +106,13 @@ mod tests {
             .wasm_stack_bytes(64 << 10)
             .timeout(Duration::from_millis(250))
             .max_output_bytes(999);
-        let captured = CapturedLimits::from(&limits);
-        assert_eq!(Limits::default().with_captured(&captured), limits);
         let call = CallLimits::from(&limits);
+        assert_eq!(Limits::default().with_call_limits(&call), limits);
+        let json = serde_json::to_string(&call).expect("serializes");
+        assert!(!json.contains("wasmStack"), "{json}");
+        let read: CallLimits = serde_json::from_str(&json).expect("reads");
         let base = Limits::default().wasm_stack_bytes(64 << 10);
-        assert_eq!(base.with_call_limits(&call), limits);
+        assert_eq!(base.with_call_limits(&read), limits);
     }
 
     /// A usage report reads back as the usage it was made from.

@@ -699,15 +699,12 @@ async fn assign(
     let start = Instant::now();
     let done = match job.run_async().instrument(span.clone()).await {
         Ok(done) => done,
-        // A built-in: native code that cannot yield, so on the blocking pool.
+        // A built-in: native code that cannot yield, so on the blocking pool (its panic is
+        // caught by `Assignor::assign`).
         Err(job) => {
-            let span = span.clone();
-            match tokio::task::spawn_blocking(move || span.in_scope(|| job.run())).await {
-                Ok(done) => done,
-                // A built-in's panic is caught by `Assignor::assign`; the task is only
-                // cancelled when the runtime shuts down, which drops this future too.
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            }
+            blocking(&t, move |_| Ok(job.run()))
+                .instrument(span.clone())
+                .await?
         }
     };
     drop(permit);

@@ -185,7 +185,7 @@ impl TenantLimits {
 }
 
 /// The limits as the service reports them.
-impl From<&TenantLimits> for assignor_protocol::TenantLimits {
+impl From<&TenantLimits> for assignor_protocol::TenantLimitsReport {
     fn from(l: &TenantLimits) -> Self {
         Self {
             compile_timeout_ms: millis(l.compile_timeout),

@@ -78,6 +78,7 @@
 //! - `api`: the routes and the tenants' handlers.
 //! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
 //! - `metrics`: the Prometheus metrics.
+//! - `records`: the service's own stored record, a tenant's limit overrides.
 //! - `error`: the error answer and its status/code table.
 
 #![deny(missing_docs)]
@@ -90,6 +91,7 @@ mod auth;
 mod error;
 mod metrics;
 mod namespace;
+mod records;
 mod tenant;
 
 use std::future::{Future, IntoFuture as _};
@@ -120,12 +122,12 @@ pub enum StartError {
     #[error("{0}")]
     DataDir(#[from] StoreError),
     /// The engine for a tenant's limits could not be created.
-    #[error("tenant `{tenant}`: cannot create its engine: {message}")]
+    #[error("tenant `{tenant}`: cannot create its engine: {source}")]
     Engine {
         /// The tenant.
         tenant: String,
         /// Wasmtime's reason.
-        message: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The broker's `group.streams.assignors` could not be loaded under a tenant's limits.
     #[error("tenant `{tenant}`: {source}")]
@@ -136,12 +138,14 @@ pub enum StartError {
         source: Box<RegistryError>,
     },
     /// A tenant's stored state could not be read.
-    #[error("tenant `{tenant}`: {message}")]
+    #[error("tenant `{tenant}`: {what}: {source}")]
     Store {
         /// The tenant.
         tenant: String,
-        /// What failed.
-        message: String,
+        /// Which part of its state, e.g. "its stored limits cannot be read".
+        what: &'static str,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A stored upload no longer loads.
     #[error(

@@ -29,10 +29,12 @@ use super::StartError;
 use super::config::{TenantConfig, TenantLimits};
 use super::error::ApiError;
 use super::namespace::Namespaced;
+use super::records::LimitsRecord;
 
 /// Store keys of uploaded components (inside the tenant's namespace) start with this.
 const ASSIGNOR_KEY_PREFIX: &str = "assignor/";
-/// Store key (inside the tenant's namespace) of the admin's [`LimitOverrides`], as JSON.
+/// Store key (inside the tenant's namespace) of the admin's [`LimitOverrides`], as a
+/// [`LimitsRecord`].
 const LIMITS_KEY: &str = "limits";
 /// The group an upload's trial assignment runs on: the JSON contract's example (3 members on
 /// 2 processes, a stateful subtopology with standbys and rack tags, a stateless one), small
@@ -241,24 +243,27 @@ impl Tenant {
         cache: &Arc<SharedDir>,
     ) -> Result<Self, StartError> {
         let tenant = config.name.clone();
-        let store_error = |message: String| StartError::Store {
+        let store_error = |what, source| StartError::Store {
             tenant: tenant.clone(),
-            message,
+            what,
+            source,
         };
         let store: Arc<dyn Store> = Arc::new(Namespaced::tenant(store, &tenant));
-        let entries = store.load_all().map_err(|e| store_error(e.to_string()))?;
+        let entries = store
+            .load_all()
+            .map_err(|e| store_error("its records cannot be read", e.into()))?;
         let overrides: LimitOverrides = match entries.iter().find(|(k, _)| k == LIMITS_KEY) {
-            Some((_, bytes)) => serde_json::from_slice(bytes)
-                .map_err(|e| store_error(format!("its stored limits cannot be read: {e}")))?,
+            Some((_, bytes)) => LimitsRecord::decode(bytes)
+                .map_err(|e| store_error("its stored limits cannot be read", e.into()))?,
             None => LimitOverrides::default(),
         };
         let limits = config
             .limits
             .with_overrides(&overrides)
-            .map_err(|m| store_error(format!("its stored limits are invalid: {m}")))?;
+            .map_err(|m| store_error("its stored limits are invalid", m.into()))?;
         let runtime = runtime_for(&limits, broker, cache).map_err(|e| StartError::Engine {
             tenant: tenant.clone(),
-            message: format!("{e:#}"),
+            source: e.into(),
         })?;
         let registry =
             Registry::build(&runtime, broker).map_err(|source| StartError::Registry {
@@ -281,7 +286,7 @@ impl Tenant {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
         let coordinator = Coordinator::open(registry, broker, store.clone())
-            .map_err(|source| store_error(source.to_string()))?
+            .map_err(|e| store_error("its groups cannot be opened", e.into()))?
             .with_state_limits(limits.state_limits());
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
@@ -376,10 +381,8 @@ impl Tenant {
         let stored = if overrides == LimitOverrides::default() {
             self.store.delete(LIMITS_KEY)
         } else {
-            self.store.put(
-                LIMITS_KEY,
-                &serde_json::to_vec(&overrides).expect("limits always serialize"),
-            )
+            self.store
+                .put(LIMITS_KEY, &LimitsRecord::encode(&overrides))
         };
         stored.map_err(|e| {
             ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))

@@ -6,7 +6,9 @@
 #![no_main]
 
 use assignor_coordinator::capture::limits_for;
-use assignor_sdk::capture::{Capture, CapturedLimits};
+use assignor_sandbox::Limits;
+use assignor_sdk::CallLimits;
+use assignor_sdk::capture::Capture;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,8 +21,14 @@ fuzz_target!(|data: &[u8]| {
         "a decoded capture does not survive its own encoding"
     );
     let limits = limits_for(&capture);
-    if let Some(captured) = &capture.limits {
-        // What replay runs under is what was captured (u64 and usize are the same here).
-        assert_eq!(&CapturedLimits::from(&limits), captured);
+    if let Some(captured) = capture.limits {
+        // What replay runs under is what was captured (u64 and usize are the same here), the
+        // default wasm stack where the capture has none.
+        let default_stack = CallLimits::from(&Limits::default()).wasm_stack_bytes;
+        let expected = CallLimits {
+            wasm_stack_bytes: captured.wasm_stack_bytes.or(default_stack),
+            ..captured
+        };
+        assert_eq!(CallLimits::from(&limits), expected);
     }
 });

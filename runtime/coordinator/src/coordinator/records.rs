@@ -19,9 +19,11 @@
 //! - the SDK's types are only the in-memory form: a change to them is a compile error in the
 //!   conversions below, never a silently different encoding.
 //!
-//! Task sets, most of a large group's bytes, are one CBOR byte string each of LEB128 pairs
-//! (subtopology index, partition): as compact as postcard's varints, and decoded in one pass
-//! without a CBOR header per number.
+//! The topology and the members are the SDK's own records ([`assignor_sdk::records`], which
+//! capture files use too), so the model has one encoding on disk. Task sets, most of a large
+//! group's bytes, are one CBOR byte string each of LEB128 pairs (subtopology index,
+//! partition): as compact as postcard's varints, and decoded in one pass without a CBOR
+//! header per number.
 //!
 //! Measured on this machine (release builds, a shared 2-core machine under other load), on a
 //! group of `M` members each holding 16 active and 16 standby tasks, with a target of the same
@@ -48,9 +50,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use assignor_sdk::{Member, MemberAssignment, SourceTopic, Subtopology, TaskId, TaskSet, Topology};
-use minicbor::decode::{self, Decoder};
-use minicbor::encode::{self, Encoder, Write};
+use assignor_sdk::MemberAssignment;
+use assignor_sdk::records::{MemberRecord, Tasks, TopologyRecord};
 use minicbor::{Decode, Encode};
 
 use super::{ECHO_BYTES, Failure, GroupConfig, GroupState, TargetAssignment};
@@ -116,69 +117,6 @@ struct ConfigRecord<'a> {
     num_standby_replicas: Option<u32>,
     #[n(2)]
     rack_aware_assignment_tags: Option<Vec<Cow<'a, str>>>,
-}
-
-#[derive(Encode, Decode)]
-#[cbor(map)]
-struct TopologyRecord<'a> {
-    #[n(0)]
-    subtopologies: Vec<SubtopologyRecord<'a>>,
-    #[n(1)]
-    racks: Vec<Cow<'a, str>>,
-}
-
-#[derive(Encode, Decode)]
-#[cbor(map)]
-struct SubtopologyRecord<'a> {
-    #[n(0)]
-    id: Cow<'a, str>,
-    #[n(1)]
-    max_num_input_partitions: u32,
-    #[n(2)]
-    is_stateful: bool,
-    #[n(3)]
-    source_topics: Vec<SourceTopicRecord<'a>>,
-}
-
-#[derive(Encode, Decode)]
-#[cbor(map)]
-struct SourceTopicRecord<'a> {
-    #[n(0)]
-    name: Cow<'a, str>,
-    #[n(1)]
-    partition_racks: Cow<'a, [Vec<u32>]>,
-}
-
-/// A member; empty collections are not written.
-#[derive(Encode, Decode)]
-#[cbor(map)]
-struct MemberRecord<'a> {
-    #[n(0)]
-    member_id: Cow<'a, str>,
-    #[n(1)]
-    instance_id: Option<Cow<'a, str>>,
-    #[n(2)]
-    rack_id: Option<Cow<'a, str>>,
-    #[n(3)]
-    process_id: Cow<'a, str>,
-    #[n(4)]
-    #[cbor(default, skip_if = "Tags::is_empty")]
-    client_tags: Tags<'a>,
-    #[n(5)]
-    #[cbor(default, skip_if = "Tasks::is_empty")]
-    active_tasks: Tasks<'a>,
-    #[n(6)]
-    #[cbor(default, skip_if = "Tasks::is_empty")]
-    standby_tasks: Tasks<'a>,
-    #[n(7)]
-    #[cbor(default, skip_if = "Tasks::is_empty")]
-    warmup_tasks: Tasks<'a>,
-    #[n(8)]
-    #[cbor(default, skip_if = "Offsets::is_empty")]
-    task_offsets: Offsets<'a>,
-    #[n(9)]
-    #[cbor(default, skip_if = "Offsets::is_empty")]
-    task_end_offsets: Offsets<'a>,
 }
 
 #[derive(Encode, Decode)]
@@ -290,159 +228,6 @@ impl Time {
     }
 }
 
-/// A task set, as one byte string of LEB128 (subtopology index, partition) pairs in order.
-#[derive(Default)]
-struct Tasks<'a>(Cow<'a, TaskSet>);
-
-impl Tasks<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<C> Encode<C> for Tasks<'_> {
-    fn encode<W: Write>(
-        &self,
-        e: &mut Encoder<W>,
-        _: &mut C,
-    ) -> Result<(), encode::Error<W::Error>> {
-        let mut packed = Vec::with_capacity(self.0.len() * 3);
-        for task in self.0.iter() {
-            leb128(&mut packed, task.subtopology);
-            leb128(&mut packed, task.partition);
-        }
-        e.bytes(&packed)?;
-        Ok(())
-    }
-}
-
-impl<'b, C> Decode<'b, C> for Tasks<'_> {
-    fn decode(d: &mut Decoder<'b>, _: &mut C) -> Result<Self, decode::Error> {
-        let mut packed = d.bytes()?;
-        // Each task takes at least two bytes: the capacity is bounded by the record.
-        let mut tasks = Vec::with_capacity(packed.len() / 2);
-        while !packed.is_empty() {
-            let subtopology = read_leb128(&mut packed)?;
-            let partition = read_leb128(&mut packed)?;
-            tasks.push(TaskId::new(subtopology, partition));
-        }
-        TaskSet::from_unique(tasks)
-            .map(|set| Self(Cow::Owned(set)))
-            .map_err(|t| decode::Error::message(format!("task {t} twice in a task set")))
-    }
-}
-
-fn leb128(out: &mut Vec<u8>, mut n: u32) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn read_leb128(bytes: &mut &[u8]) -> Result<u32, decode::Error> {
-    let mut n = 0u32;
-    for shift in (0..35).step_by(7) {
-        let (&byte, rest) = bytes
-            .split_first()
-            .ok_or_else(|| decode::Error::message("a task set ends inside a number"))?;
-        *bytes = rest;
-        let bits = u32::from(byte & 0x7f);
-        if shift == 28 && bits > 0x0f {
-            return Err(decode::Error::message("a task number over u32"));
-        }
-        n |= bits << shift;
-        if byte & 0x80 == 0 {
-            return Ok(n);
-        }
-    }
-    Err(decode::Error::message("a task number over u32"))
-}
-
-/// Offsets per task, as one array of (subtopology index, partition, offset) triples in task
-/// order.
-#[derive(Default)]
-struct Offsets<'a>(Cow<'a, BTreeMap<TaskId, i64>>);
-
-impl Offsets<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<C> Encode<C> for Offsets<'_> {
-    fn encode<W: Write>(
-        &self,
-        e: &mut Encoder<W>,
-        _: &mut C,
-    ) -> Result<(), encode::Error<W::Error>> {
-        e.array(3 * self.0.len() as u64)?;
-        for (task, offset) in self.0.iter() {
-            e.u32(task.subtopology)?.u32(task.partition)?.i64(*offset)?;
-        }
-        Ok(())
-    }
-}
-
-impl<'b, C> Decode<'b, C> for Offsets<'_> {
-    fn decode(d: &mut Decoder<'b>, _: &mut C) -> Result<Self, decode::Error> {
-        let len = d
-            .array()?
-            .ok_or_else(|| decode::Error::message("offsets of indefinite length"))?;
-        if len % 3 != 0 {
-            return Err(decode::Error::message("offsets are not triples"));
-        }
-        let mut offsets = BTreeMap::new();
-        for _ in 0..len / 3 {
-            let task = TaskId::new(d.u32()?, d.u32()?);
-            if offsets.insert(task, d.i64()?).is_some() {
-                return Err(decode::Error::message(format!("task {task} offset twice")));
-            }
-        }
-        Ok(Self(Cow::Owned(offsets)))
-    }
-}
-
-/// Client tags, as a CBOR map of strings.
-#[derive(Default)]
-struct Tags<'a>(Cow<'a, BTreeMap<String, String>>);
-
-impl Tags<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<C> Encode<C> for Tags<'_> {
-    fn encode<W: Write>(
-        &self,
-        e: &mut Encoder<W>,
-        _: &mut C,
-    ) -> Result<(), encode::Error<W::Error>> {
-        e.map(self.0.len() as u64)?;
-        for (key, value) in self.0.iter() {
-            e.str(key)?.str(value)?;
-        }
-        Ok(())
-    }
-}
-
-impl<'b, C> Decode<'b, C> for Tags<'_> {
-    fn decode(d: &mut Decoder<'b>, _: &mut C) -> Result<Self, decode::Error> {
-        let len = d
-            .map()?
-            .ok_or_else(|| decode::Error::message("client tags of indefinite length"))?;
-        let mut tags = BTreeMap::new();
-        for _ in 0..len {
-            let key = d.str()?.to_owned();
-            if tags.insert(key, d.str()?.to_owned()).is_some() {
-                return Err(decode::Error::message("a client tag twice"));
-            }
-        }
-        Ok(Self(Cow::Owned(tags)))
-    }
-}
-
 fn str_of(s: &str) -> Cow<'_, str> {
     Cow::Borrowed(s)
 }
@@ -470,42 +255,8 @@ impl<'a> GroupRecord<'a> {
                     .map(|tags| tags.iter().map(|t| str_of(t)).collect()),
             },
             group_epoch: g.group_epoch,
-            topology: g.topology.as_ref().map(|t| TopologyRecord {
-                subtopologies: t
-                    .subtopologies
-                    .iter()
-                    .map(|s| SubtopologyRecord {
-                        id: str_of(&s.id),
-                        max_num_input_partitions: s.max_num_input_partitions,
-                        is_stateful: s.is_stateful,
-                        source_topics: s
-                            .source_topics
-                            .iter()
-                            .map(|t| SourceTopicRecord {
-                                name: str_of(&t.name),
-                                partition_racks: Cow::Borrowed(&t.partition_racks),
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-                racks: t.racks.iter().map(|r| str_of(r)).collect(),
-            }),
-            members: g
-                .members
-                .values()
-                .map(|m| MemberRecord {
-                    member_id: str_of(&m.member_id),
-                    instance_id: m.instance_id.as_deref().map(str_of),
-                    rack_id: m.rack_id.as_deref().map(str_of),
-                    process_id: str_of(&m.process_id),
-                    client_tags: Tags(Cow::Borrowed(&m.client_tags)),
-                    active_tasks: Tasks(Cow::Borrowed(&m.active_tasks)),
-                    standby_tasks: Tasks(Cow::Borrowed(&m.standby_tasks)),
-                    warmup_tasks: Tasks(Cow::Borrowed(&m.warmup_tasks)),
-                    task_offsets: Offsets(Cow::Borrowed(&m.task_offsets)),
-                    task_end_offsets: Offsets(Cow::Borrowed(&m.task_end_offsets)),
-                })
-                .collect(),
+            topology: g.topology.as_ref().map(TopologyRecord::of),
+            members: g.members.values().map(MemberRecord::of).collect(),
             target: g.target.as_ref().map(|t| TargetRecord {
                 epoch: t.epoch,
                 assignor: str_of(&t.assignor),
@@ -514,8 +265,8 @@ impl<'a> GroupRecord<'a> {
                     .iter()
                     .map(|(id, a)| AssignedRecord {
                         member_id: str_of(id),
-                        active_tasks: Tasks(Cow::Borrowed(&a.active_tasks)),
-                        standby_tasks: Tasks(Cow::Borrowed(&a.standby_tasks)),
+                        active_tasks: Tasks::of(&a.active_tasks),
+                        standby_tasks: Tasks::of(&a.standby_tasks),
                     })
                     .collect(),
                 usage: UsageRecord {
@@ -544,18 +295,7 @@ impl<'a> GroupRecord<'a> {
     fn into_state(self) -> Result<GroupState, String> {
         let mut members = BTreeMap::new();
         for m in self.members {
-            let member = Member {
-                member_id: m.member_id.into_owned(),
-                instance_id: m.instance_id.map(Cow::into_owned),
-                rack_id: m.rack_id.map(Cow::into_owned),
-                process_id: m.process_id.into_owned(),
-                client_tags: m.client_tags.0.into_owned(),
-                active_tasks: m.active_tasks.0.into_owned(),
-                standby_tasks: m.standby_tasks.0.into_owned(),
-                warmup_tasks: m.warmup_tasks.0.into_owned(),
-                task_offsets: m.task_offsets.0.into_owned(),
-                task_end_offsets: m.task_end_offsets.0.into_owned(),
-            };
+            let member = m.into_member();
             if let Some(twice) = members.insert(member.member_id.clone(), member) {
                 return Err(format!(
                     "member `{}` twice",
@@ -574,26 +314,7 @@ impl<'a> GroupRecord<'a> {
                     .map(|tags| tags.into_iter().map(Cow::into_owned).collect()),
             },
             group_epoch: self.group_epoch,
-            topology: self.topology.map(|t| Topology {
-                subtopologies: t
-                    .subtopologies
-                    .into_iter()
-                    .map(|s| Subtopology {
-                        id: s.id.into_owned(),
-                        max_num_input_partitions: s.max_num_input_partitions,
-                        is_stateful: s.is_stateful,
-                        source_topics: s
-                            .source_topics
-                            .into_iter()
-                            .map(|t| SourceTopic {
-                                name: t.name.into_owned(),
-                                partition_racks: t.partition_racks.into_owned(),
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-                racks: t.racks.into_iter().map(Cow::into_owned).collect(),
-            }),
+            topology: self.topology.map(TopologyRecord::into_topology),
             members,
             target,
             last_failure: self
@@ -610,8 +331,8 @@ impl TargetRecord<'_> {
         for a in self.members {
             let id = a.member_id.into_owned();
             let assignment = MemberAssignment {
-                active_tasks: a.active_tasks.0.into_owned(),
-                standby_tasks: a.standby_tasks.0.into_owned(),
+                active_tasks: a.active_tasks.into_set(),
+                standby_tasks: a.standby_tasks.into_set(),
             };
             if members.insert(id.clone(), assignment).is_some() {
                 return Err(format!("target member `{}` twice", cut(&id, ECHO_BYTES)));
@@ -654,6 +375,9 @@ impl FailureRecord<'_> {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use assignor_sdk::{Member, SourceTopic, Subtopology, TaskId, TaskSet, Topology};
+    use minicbor::Encoder;
 
     use super::*;
     use crate::coordinator::INITIAL_RETRY_BACKOFF;
@@ -792,21 +516,10 @@ mod tests {
         assert_eq!(decode(&e.into_writer()), Ok(state));
     }
 
-    /// A record's damage is told, not guessed around: a task twice, a number cut short or
-    /// over `u32`, a member twice, an unknown error kind, a time past the clock.
+    /// A record's damage is told, not guessed around: a member twice, an unknown error kind,
+    /// a time past the clock (a task set's own damage: `assignor_sdk::records`' tests).
     #[test]
     fn refuses_damaged_records() {
-        let tasks = |bytes: &[u8]| {
-            <Tasks<'_> as Decode<'_, ()>>::decode(&mut Decoder::new(bytes), &mut ())
-                .map(|t| t.0.into_owned())
-                .map_err(|e| e.to_string())
-        };
-        assert_eq!(tasks(&[0x45, 0, 1, 0, 0x81, 0x01]).map(|t| t.len()), Ok(2));
-        assert!(tasks(&[0x43, 0, 1, 0]).is_err_and(|e| e.contains("inside a number")));
-        assert!(tasks(&[0x44, 0, 1, 0, 1]).is_err_and(|e| e.contains("twice")));
-        let over = [0x46, 0x80, 0x80, 0x80, 0x80, 0x10, 0];
-        assert!(tasks(&over).is_err_and(|e| e.contains("over u32")));
-
         let refused = |record: &GroupRecord<'_>, why: &str| {
             let mut bytes = vec![FORMAT_VERSION];
             minicbor::encode(record, &mut bytes).expect("writes");

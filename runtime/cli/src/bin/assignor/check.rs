@@ -40,9 +40,9 @@ pub struct CheckArgs {
 
 /// Exit 0 when the verdict is pass, 1 when it is fail (the assignor does not load, or a
 /// deciding rule failed), 2 on bad arguments.
-pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn check(args: CheckArgs, cache: &crate::CacheArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
-    let runtime = crate::runtime(limits.clone())?;
+    let runtime = crate::runtime(limits.clone(), cache)?;
     let config: BTreeMap<String, String> = args.config.iter().cloned().collect();
     let mut out = std::io::stdout().lock();
     let assignor = match resolve_assignor(&runtime, &args.assignor, &config) {

@@ -10,7 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -50,8 +50,94 @@ const DEMO_GROUP: &str = include_str!("../../../../demo/group.json");
     about = "Sandboxed Kafka Streams task assignors"
 )]
 struct Cli {
+    #[command(flatten)]
+    cache: CacheArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where the one-shot commands (`assign`, `demo`, `check`, `replay`, `registry`) keep compiled
+/// components between runs, so a component is compiled once, not on every run. The cache's
+/// entries are keyed by the component's SHA-256 and the engine (wasmtime's version, the engine
+/// configuration the limits make, the target), written atomically, checked on every read, and
+/// safe to share by concurrent runs.
+#[derive(Args)]
+struct CacheArgs {
+    /// Where compiled components are cached between runs [default: $XDG_CACHE_HOME/assignor,
+    /// else ~/.cache/assignor]. Its files are loaded as native code: it must be yours and
+    /// writable by nobody else, or it is not used.
+    #[arg(long, global = true, env = "ASSIGNOR_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile components afresh, reading and writing no cache (whatever --cache-dir or
+    /// ASSIGNOR_CACHE_DIR say).
+    #[arg(long, global = true)]
+    no_cache: bool,
+    /// Most the cache's entries may take, in MiB; the least recently used go first.
+    #[arg(long, global = true, value_name = "MIB", default_value_t = DEFAULT_CACHE_MIB)]
+    cache_max_mib: u64,
+}
+
+/// The default of `--cache-max-mib`: room for a few hundred sample-sized components (the
+/// samples compile to 0.7–2 MB) and a few of the largest the code limits allow.
+const DEFAULT_CACHE_MIB: u64 = 1024;
+
+impl CacheArgs {
+    /// The cache directory to use, if any: none with `--no-cache`, when no default can be
+    /// found, or when the directory is not private to this user (a warning says which).
+    fn dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        let dir = self.cache_dir.clone().or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|d| d.join("assignor"))
+        })?;
+        match private_dir(&dir) {
+            Ok(()) => Some(dir),
+            Err(why) => {
+                eprintln!(
+                    "warning: not caching compiled components in {}: {why}; compiling afresh \
+                     (pick a private directory with --cache-dir, or --no-cache)",
+                    dir.display()
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Creates `dir` (mode 0700) if missing, and checks that it is this user's and writable by
+/// nobody else: a file planted there would run as native code in this process.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create it ({e})"))?;
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot read it ({e})"))?;
+    if !meta.is_dir() {
+        return Err("it is not a directory".to_owned());
+    }
+    // /proc/self belongs to the process's effective user.
+    if let Ok(me) = std::fs::metadata("/proc/self")
+        && meta.uid() != me.uid()
+    {
+        return Err(format!(
+            "it belongs to uid {}, not to this user",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "others may write to it (mode {:o})",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -253,12 +339,13 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    let cache = &cli.cache;
     let result = match cli.command {
-        Command::Assign(args) => assign(args),
-        Command::Demo(limits) => demo(limits),
-        Command::Registry(args) => registry(args),
-        Command::Check(args) => check::check(args),
-        Command::Replay(args) => replay::replay(args),
+        Command::Assign(args) => assign(args, cache),
+        Command::Demo(limits) => demo(limits, cache),
+        Command::Registry(args) => registry(args, cache),
+        Command::Check(args) => check::check(args, cache),
+        Command::Replay(args) => replay::replay(args, cache),
         Command::Serve(args) => serve(args),
         Command::Remote(command) => remote::run(command),
         Command::CompileComponent { limits } => Ok(assignor_sandbox::compiler_main(&limits)),
@@ -266,10 +353,28 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", causes(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// `e` and its causes, each said once. The project's errors say their cause in their own
+/// message and also keep it as their `source` (for embedders that walk the chain), so
+/// anyhow's `{:#}`, which appends every source, would repeat each cause once per layer: a
+/// cause already in the message so far is not appended again.
+fn causes(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.is_empty() {
+            message = text;
+        } else if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }
 
 /// Restores the default action of `SIGPIPE`, which Rust's runtime ignores: a one-shot
@@ -312,9 +417,15 @@ fn read_input(path: &PathBuf, max: usize) -> anyhow::Result<String> {
 
 /// The command's runtime under `limits`: it compiles components in a child process of this
 /// very program, killed at the compile time limit, so no component can keep a core busy
-/// compiling past it.
-fn runtime(limits: Limits) -> anyhow::Result<Runtime> {
-    Ok(Runtime::builder(limits).compiler(own_path()?).build()?)
+/// compiling past it, and keeps what it compiled in the `cache` directory for the next run.
+fn runtime(limits: Limits, cache: &CacheArgs) -> anyhow::Result<Runtime> {
+    let mut builder = Runtime::builder(limits).compiler(own_path()?);
+    if let Some(dir) = cache.dir() {
+        builder = builder
+            .cache_dir(dir)
+            .cache_max_bytes(cache.cache_max_mib.saturating_mul(1 << 20));
+    }
+    Ok(builder.build()?)
 }
 
 /// This program's path, to compile components with.
@@ -323,11 +434,11 @@ fn own_path() -> anyhow::Result<PathBuf> {
 }
 
 /// `Ok(code)`: the assignment ran (0) or failed (1); `Err`: bad arguments or input (2).
-fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
+fn assign(args: AssignArgs, cache: &CacheArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
     let text = read_input(&args.input, limits.get_max_input_bytes())?;
     let (group, topology) = json::parse_input_with(&text, &limits)?;
-    let runtime = runtime(limits.clone())?;
+    let runtime = runtime(limits.clone(), cache)?;
     let config: BTreeMap<String, String> = args.config.into_iter().collect();
     if !args.assignor.ends_with(".wasm") && builtin(&args.assignor).is_none() {
         anyhow::bail!(
@@ -348,7 +459,7 @@ fn assign(args: AssignArgs) -> anyhow::Result<ExitCode> {
                     "captured the call in {0}; rerun it with `assignor replay {0}`",
                     path.display()
                 ),
-                Err(e) => eprintln!("warning: {e:#}"),
+                Err(e) => eprintln!("warning: {}", causes(&e)),
             }
         })
     });
@@ -394,10 +505,10 @@ fn resolve_assignor(
     }
 }
 
-fn demo(limits: LimitArgs) -> anyhow::Result<ExitCode> {
+fn demo(limits: LimitArgs, cache: &CacheArgs) -> anyhow::Result<ExitCode> {
     let (group, topology) = json::parse_input(DEMO_GROUP)?;
     let limits = limits.limits();
-    let runtime = runtime(limits.clone())?;
+    let runtime = runtime(limits.clone(), cache)?;
     let assignor = runtime.load(SAMPLE_COMPONENT, "balanced_assignor.wasm", &BTreeMap::new())?;
     println!(
         "Loaded the sample component `{}` (sha256 {}) and ran the example group ({} members, {} \
@@ -497,9 +608,9 @@ fn demo_hints(addr: &str) -> String {
     lines.join("\n")
 }
 
-fn registry(args: BrokerArgs) -> anyhow::Result<ExitCode> {
+fn registry(args: BrokerArgs, cache: &CacheArgs) -> anyhow::Result<ExitCode> {
     let config = BrokerConfig::load(args.config.as_deref(), &args.overrides)?;
-    let runtime = runtime(config.limits.clone())?;
+    let runtime = runtime(config.limits.clone(), cache)?;
     let registry = Registry::build(&runtime, &config)?;
     let mut out = std::io::stdout().lock();
     for (i, (entry, name)) in config.assignors.iter().zip(registry.names()).enumerate() {

@@ -32,10 +32,10 @@ pub struct ReplayArgs {
 
 /// Exit 0 when the replay ends as the capture did (same error kind and message, and the same
 /// fuel except for timeouts), 1 when it differs, 2 on bad arguments.
-pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+pub fn replay(args: ReplayArgs, cache: &crate::CacheArgs) -> anyhow::Result<ExitCode> {
     let capture = Capture::read(&args.file).map_err(anyhow::Error::msg)?;
     let limits = capture::limits_for(&capture);
-    let runtime = crate::runtime(limits.clone())?;
+    let runtime = crate::runtime(limits.clone(), cache)?;
     let name = match (&args.assignor, &capture.component_sha256) {
         (Some(name), _) => name.clone(),
         (None, None) => capture.assignor.clone(),
