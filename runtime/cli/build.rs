@@ -11,6 +11,7 @@ fn main() {
     let workspace = workspace_root(&manifest, 2);
     let guests = [Guest {
         package: "balanced-assignor-component".into(),
+        example: None,
         dir: workspace.join("sample-assignors/balanced"),
     }];
     let target_dir = build(&workspace, &guests);

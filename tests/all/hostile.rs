@@ -90,7 +90,7 @@ fn panic_message_and_location_reach_the_error() {
         "{error}"
     );
     assert!(
-        error.message.contains("src/lib.rs:"),
+        error.message.contains("examples/panics.rs:"),
         "location missing: {error}"
     );
 }

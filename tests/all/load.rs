@@ -157,7 +157,7 @@ fn unusable_name_is_refused() {
     let error = try_load(&runtime, guests::BAD_NAME, &[]).expect_err("bad name");
     assert_eq!(error.kind, ErrorKind::Load);
     assert!(
-        error.assignor.ends_with("guest_bad_name.wasm"),
+        error.assignor.ends_with("bad_name.wasm"),
         "named by file: {error}"
     );
     assert!(

@@ -9,10 +9,11 @@
 //!
 //! # Layout
 //!
-//! - `guests/`: the test guests, one tiny crate each (workspace members, package
-//!   `guest-<dir>`), built to `wasm32-wasip2` components.
-//! - `build.rs`: builds every guest in one nested cargo build and generates [`guests`]. Each
-//!   guest directory must be classified there with its expected outcome, or the build fails.
+//! - `guests/`: the test guests, one crate (`assignor-test-guests`) with one example per
+//!   guest (`guests/examples/<name>.rs`), each built to a `wasm32-wasip2` component.
+//! - `build.rs`: builds every guest and sample component in nested cargo builds and generates
+//!   [`guests`]. Each guest must be classified there with its expected outcome, or the build
+//!   fails.
 //! - `all/`: the integration tests, one binary.
 //! - `benches/`: benchmarks of the runtime and of the sandbox boundary.
 
@@ -21,14 +22,16 @@
 pub mod bench_input;
 pub mod watch;
 
-/// The test guests' components, built by `build.rs`: one `&str` constant per guest directory
+/// The test guests' components, built by `build.rs`: one `&str` constant per guest
 /// (`endless-loop` → [`ENDLESS_LOOP`](crate::guests::ENDLESS_LOOP)) holding the absolute path
 /// of its `.wasm`, and [`ALL`](crate::guests::ALL), every guest as (name, expected outcome,
 /// path).
 ///
 /// The expected outcome says what the runtime should report: `out-of-fuel`, `memory-limit`,
 /// `stack-overflow`, `timeout`, `trap`, `guest-error`, `invalid-output`, `load` (refused when loaded) or
-/// `ok`. A guest's name is its directory's, which is also its assignor's `name()`.
+/// `ok`. A guest's name is its example's, which is also its assignor's `name()` except where the
+/// guest is about its name (`bad-name`, `huge-name`, `not-an-assignor`) or is one of the
+/// versions of `swap` (`swap-v1`, `swap-v2`, `swap-broken`).
 pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 }

@@ -17,24 +17,45 @@ use std::process::Command;
 /// The guest target.
 pub const TARGET: &str = "wasm32-wasip2";
 
-/// A guest crate to build: its package name and the directory its code is in (for change
-/// detection).
+/// A guest component to build: a package's library (the sample assignors' thin component
+/// crates), or one example of a package (the test guests are one crate with an example per
+/// guest, so 29 components share one manifest).
 #[derive(Debug, Clone)]
 pub struct Guest {
-    /// Cargo package name, e.g. `balanced-assignor-component`.
+    /// Cargo package name, e.g. `balanced-assignor-component` or `assignor-test-guests`.
     pub package: String,
+    /// The example target that is the component, or `None` for the package's library.
+    pub example: Option<String>,
     /// The directory whose changes rebuild it: the crate's, or for a sample's thin component
     /// crate the sample's (the library and, inside it, the component crate).
     pub dir: PathBuf,
 }
 
 impl Guest {
-    /// The component file the build produces for this guest.
+    /// The component file the build produces for this guest. Cargo names a library (and a
+    /// `cdylib` example) after its crate, with underscores; a binary example (a command
+    /// component) keeps its dashes: [`Guest::binary_artifact`].
     pub fn artifact(&self, target_dir: &Path) -> PathBuf {
-        target_dir
-            .join(TARGET)
-            .join("release")
-            .join(format!("{}.wasm", self.package.replace('-', "_")))
+        let release = target_dir.join(TARGET).join("release");
+        match &self.example {
+            Some(example) => release
+                .join("examples")
+                .join(format!("{}.wasm", example.replace('-', "_"))),
+            None => release.join(format!("{}.wasm", self.package.replace('-', "_"))),
+        }
+    }
+
+    /// The file a binary example (no `crate-type`, so a `wasi:cli/run` command component)
+    /// builds to; `None` for a library.
+    pub fn binary_artifact(&self, target_dir: &Path) -> Option<PathBuf> {
+        let example = self.example.as_ref()?;
+        Some(
+            target_dir
+                .join(TARGET)
+                .join("release")
+                .join("examples")
+                .join(format!("{example}.wasm")),
+        )
     }
 }
 
@@ -73,18 +94,44 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> PathBuf {
     target_dir
 }
 
-/// Runs one nested release build of `guests` into `target_dir`. One build for all: the sample
-/// libraries are plain rlibs (their components are thin crates of their own), so nothing in
-/// it needs features turned off or links a `cdylib` dependency.
+/// Runs the nested release builds of `guests` into `target_dir`: one for the libraries, one
+/// for the examples (`--lib` would refuse a package that has none, and `--example` picks
+/// targets across every selected package). The sample libraries are plain rlibs (their
+/// components are thin crates of their own), so nothing here needs features turned off or
+/// links a `cdylib` dependency.
 fn cargo_build(workspace: &Path, target_dir: &Path, guests: &[Guest]) {
+    let (examples, libraries): (Vec<&Guest>, Vec<&Guest>) =
+        guests.iter().partition(|g| g.example.is_some());
+    if !libraries.is_empty() {
+        let mut args = Vec::new();
+        for guest in libraries {
+            args.extend(["-p", guest.package.as_str()]);
+        }
+        cargo(workspace, target_dir, &args);
+    }
+    if !examples.is_empty() {
+        let mut packages: Vec<&str> = examples.iter().map(|g| g.package.as_str()).collect();
+        packages.sort_unstable();
+        packages.dedup();
+        let mut args = Vec::new();
+        for package in packages {
+            args.extend(["-p", package]);
+        }
+        for example in examples.iter().filter_map(|g| g.example.as_deref()) {
+            args.extend(["--example", example]);
+        }
+        cargo(workspace, target_dir, &args);
+    }
+}
+
+/// Runs `cargo build --release --target wasm32-wasip2` with `args` in `workspace`.
+fn cargo(workspace: &Path, target_dir: &Path, args: &[&str]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
         .args(["build", "--release", "--target", TARGET, "--target-dir"])
-        .arg(target_dir);
-    for guest in guests {
-        cmd.args(["-p", &guest.package]);
-    }
+        .arg(target_dir)
+        .args(args);
     // The outer build's flags and wrappers (clippy's, coverage's) are for host code.
     for var in [
         "RUSTFLAGS",

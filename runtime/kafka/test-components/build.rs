@@ -1,5 +1,5 @@
 //! Builds the components the Kafka plugin's Java tests load, with the same helper (and the
-//! same nested release build) as the workspace tests' guests, and generates
+//! same nested release builds) as the workspace tests' guests, and generates
 //! `$OUT_DIR/components.properties`: `component.<name>=<path>` and `expect.<name>=<outcome>`
 //! for each, which `src/main.rs` prints for `runtime/kafka/build.sh`.
 
@@ -10,122 +10,70 @@ use std::path::PathBuf;
 
 use assignor_guest_build::{Guest, build, workspace_root};
 
-/// (name, directory from the workspace root, package, what a call through the plugin must
-/// end in: `ok` or the error kind).
-const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+/// The sample assignors: (name, directory from the workspace root, component package). A call
+/// through the plugin must succeed.
+const SAMPLES: &[(&str, &str, &str)] = &[
     (
         "balanced",
         "sample-assignors/balanced",
         "balanced-assignor-component",
-        "ok",
     ),
     (
         "sticky",
         "sample-assignors/sticky",
         "sticky-assignor-component",
-        "ok",
     ),
     (
         "rack-aware",
         "sample-assignors/rack-aware",
         "rack-aware-assignor-component",
-        "ok",
     ),
-    (
-        "endless-loop",
-        "tests/guests/endless-loop",
-        "guest-endless-loop",
-        "out-of-fuel",
-    ),
-    (
-        "unbounded-alloc",
-        "tests/guests/unbounded-alloc",
-        "guest-unbounded-alloc",
-        "memory-limit",
-    ),
-    (
-        "deep-recursion",
-        "tests/guests/deep-recursion",
-        "guest-deep-recursion",
-        "stack-overflow",
-    ),
-    (
-        "shadow-stack",
-        "tests/guests/shadow-stack",
-        "guest-shadow-stack",
-        "stack-overflow",
-    ),
-    (
-        "sleeper",
-        "tests/guests/sleeper",
-        "guest-sleeper",
-        "timeout",
-    ),
-    ("panics", "tests/guests/panics", "guest-panics", "trap"),
-    (
-        "guest-error",
-        "tests/guests/guest-error",
-        "guest-guest-error",
-        "guest-error",
-    ),
-    (
-        "invalid-output",
-        "tests/guests/invalid-output",
-        "guest-invalid-output",
-        "invalid-output",
-    ),
-    (
-        "oversized-output",
-        "tests/guests/oversized-output",
-        "guest-oversized-output",
-        "invalid-output",
-    ),
-    (
-        "forbidden-import",
-        "tests/guests/forbidden-import",
-        "guest-forbidden-import",
-        "load",
-    ),
-    (
-        "bad-name",
-        "tests/guests/bad-name",
-        "guest-bad-name",
-        "load",
-    ),
-    (
-        "swap-v1",
-        "runtime/kafka/test-components/guests/swap-v1",
-        "kafka-swap-v1",
-        "ok",
-    ),
-    (
-        "swap-v2",
-        "runtime/kafka/test-components/guests/swap-v2",
-        "kafka-swap-v2",
-        "ok",
-    ),
-    (
-        "swap-broken",
-        "runtime/kafka/test-components/guests/swap-broken",
-        "kafka-swap-broken",
-        "invalid-output",
-    ),
+];
+
+/// The test guests (examples of the `assignor-test-guests` crate in `tests/guests`) and what a
+/// call through the plugin must end in: `ok` or the error kind.
+const GUESTS: &[(&str, &str)] = &[
+    ("endless-loop", "out-of-fuel"),
+    ("unbounded-alloc", "memory-limit"),
+    ("deep-recursion", "stack-overflow"),
+    ("shadow-stack", "stack-overflow"),
+    ("sleeper", "timeout"),
+    ("panics", "trap"),
+    ("guest-error", "guest-error"),
+    ("invalid-output", "invalid-output"),
+    ("oversized-output", "invalid-output"),
+    ("forbidden-import", "load"),
+    ("bad-name", "load"),
+    ("swap-v1", "ok"),
+    ("swap-v2", "ok"),
+    ("swap-broken", "invalid-output"),
 ];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = workspace_root(&manifest, 3);
-    let guests: Vec<Guest> = COMPONENTS
-        .iter()
-        .map(|&(_, dir, package, _)| Guest {
+    let samples = SAMPLES.iter().map(|&(name, dir, package)| {
+        let guest = Guest {
             package: package.to_owned(),
+            example: None,
             dir: workspace.join(dir),
-        })
-        .collect();
+        };
+        (name, guest, "ok")
+    });
+    let guests = GUESTS.iter().map(|&(name, expect)| {
+        let guest = Guest {
+            package: "assignor-test-guests".to_owned(),
+            example: Some(name.to_owned()),
+            dir: workspace.join("tests/guests"),
+        };
+        (name, guest, expect)
+    });
+    let components: Vec<(&str, Guest, &str)> = samples.chain(guests).collect();
+    let guests: Vec<Guest> = components.iter().map(|(_, g, _)| g.clone()).collect();
     // A relative CARGO_TARGET_DIR was resolved by the nested cargo, which runs in the workspace.
     let target_dir = workspace.join(build(&workspace, &guests));
     let mut out = String::from("# @generated by runtime/kafka/test-components/build.rs\n");
-    for (guest, &(name, _, _, expect)) in guests.iter().zip(COMPONENTS) {
+    for (name, guest, expect) in &components {
         let path = guest.artifact(&target_dir);
         assert!(
             path.is_file(),

@@ -8,7 +8,7 @@
 #[allow(unsafe_code, missing_docs, unused_qualifications)]
 mod component {
     wit_bindgen::generate!({
-        path: "../../../wit/v0.1.0",
+        path: "../../wit/v0.1.0",
         world: "assignor",
     });
 
