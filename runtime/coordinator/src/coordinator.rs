@@ -322,6 +322,11 @@ struct GroupState {
     members: BTreeMap<String, Member>,
     target: Option<TargetAssignment>,
     last_failure: Option<Failure>,
+    /// Which creation of this group id this is, in this process: a job planned before the
+    /// group was deleted and created again must not commit into the new group, even at the
+    /// same group epoch. Not stored: no job outlives the process, and groups loaded at open
+    /// are all 0, below every group created since.
+    incarnation: u64,
 }
 
 /// A group as `StreamsGroupDescribe` shows it, plus what this runtime adds.
@@ -355,6 +360,8 @@ pub struct GroupDescription {
 pub struct AssignmentJob {
     group_id: String,
     group_epoch: u32,
+    /// The group's [`GroupState::incarnation`] when the job was planned.
+    incarnation: u64,
     assignor: Assignor,
     /// The member ids, index-aligned with `spec.members`.
     spec: Arc<GroupSpec>,
@@ -500,6 +507,8 @@ pub struct Coordinator {
     next_capture: u64,
     /// The token of the latest write, for [`Coordinator::pending_writes`].
     last_write: SyncToken,
+    /// The [`GroupState::incarnation`] of the next group created.
+    next_incarnation: u64,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
 }
 
@@ -598,6 +607,7 @@ impl Coordinator {
             captures,
             capture_bytes,
             last_write: SyncToken::DURABLE,
+            next_incarnation: 1,
             clock: Box::new(SystemTime::now),
         })
     }
@@ -1053,6 +1063,7 @@ impl Coordinator {
         Ok(Some(AssignmentJob {
             group_id: group.to_owned(),
             group_epoch: g.group_epoch,
+            incarnation: g.incarnation,
             assignor,
             spec: Arc::new(GroupSpec { members, configs }),
             topology: Arc::new(topology.clone()),
@@ -1096,6 +1107,7 @@ impl Coordinator {
                     .as_ref()
                     .is_some_and(|t| t.epoch >= job.group_epoch)
                     || job.group_epoch > g.group_epoch
+                    || job.incarnation != g.incarnation
                 {
                     // A newer computation committed first (and may still be flushing), or the
                     // job is of a group deleted and created again since it was planned.
@@ -1149,8 +1161,15 @@ impl Coordinator {
                     error: Box::new(error),
                 })
             }
-            Err(_) if !self.groups.contains_key(&group) => {
-                // Deleted while its assignor ran: nothing to record the failure on.
+            Err(_)
+                if self
+                    .groups
+                    .get(&group)
+                    .is_none_or(|g| g.incarnation != job.incarnation) =>
+            {
+                // Deleted while its assignor ran (and perhaps created again: a new group must
+                // not inherit the old one's failure, backoff and capture): nothing to record
+                // the failure on.
                 Err(CoordinatorError::UnknownGroup(group))
             }
             Err(error) => {
@@ -1382,10 +1401,18 @@ impl Coordinator {
         group: &str,
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<(R, SyncToken), CoordinatorError> {
-        if !self.groups.contains_key(group) {
-            self.check_new_group(group)?;
-        }
-        let mut state = self.groups.get(group).cloned().unwrap_or_default();
+        let mut state = match self.groups.get(group) {
+            Some(state) => state.clone(),
+            None => {
+                self.check_new_group(group)?;
+                let incarnation = self.next_incarnation;
+                self.next_incarnation += 1;
+                GroupState {
+                    incarnation,
+                    ..GroupState::default()
+                }
+            }
+        };
         let result = change(&mut state)?;
         if self.groups.get(group) == Some(&state) {
             return Ok((result, self.last_write));
@@ -1667,6 +1694,50 @@ mod tests {
             .map(|(k, _)| k)
             .collect();
         assert_eq!(keys, ["group/g2", "group/g3"]);
+    }
+
+    /// A computation planned before its group was deleted and created again commits nothing
+    /// into the new group, even at the same group epoch: neither its target (computed for
+    /// other members) nor its failure (with backoff and capture).
+    #[test]
+    fn a_job_of_a_deleted_group_does_not_reach_its_successor() {
+        let store = Arc::new(MemoryStore::new());
+        let mut c = coordinator(store);
+        let build = |c: &mut Coordinator, ids: &[&str]| {
+            c.set_topology("g", topology(4)).expect("created");
+            for id in ids {
+                c.upsert_member("g", member(id)).expect("joins");
+            }
+        };
+        build(&mut c, &["a", "b"]);
+        let old_success = c.plan("g").expect("plans").expect("a job");
+        let old_failure = c.plan("g").expect("plans").expect("a job");
+        let epoch = c.describe("g").expect("exists").group_epoch;
+        c.delete_group("g").expect("deleted");
+        build(&mut c, &["c", "d"]);
+        assert_eq!(c.describe("g").expect("exists").group_epoch, epoch);
+
+        c.commit(old_success.run())
+            .expect("a stale job is dropped quietly");
+        assert!(
+            c.target("g").is_none(),
+            "the new group got the old one's target"
+        );
+        let error = TaskAssignorError::new(old_failure.assignor_name(), ErrorKind::Trap, "x");
+        let failed = c.commit(CompletedJob {
+            job: old_failure,
+            outcome: Err(error),
+        });
+        assert!(
+            matches!(failed, Err(CoordinatorError::UnknownGroup(_))),
+            "{failed:?}"
+        );
+        assert!(c.last_capture("g").is_none());
+
+        let job = c.plan("g").expect("plans").expect("not backed off");
+        c.commit(job.run()).expect("commits");
+        let target = c.target("g").expect("a target");
+        assert_eq!(target.members.keys().collect::<Vec<_>>(), ["c", "d"]);
     }
 
     /// Captures are bounded in count and bytes: each failure of another group past the limit

@@ -321,6 +321,7 @@ impl<'a> GroupRecord<'a> {
                 .last_failure
                 .map(FailureRecord::into_failure)
                 .transpose()?,
+            incarnation: 0,
         })
     }
 }
@@ -455,6 +456,7 @@ mod tests {
                 consecutive: 3,
                 retry_at: at + Duration::from_secs(4),
             }),
+            incarnation: 0,
         }
     }
 

@@ -290,6 +290,7 @@ impl<E: StoredError> Group<E> {
             members,
             target,
             last_failure,
+            incarnation: 0,
         })
     }
 }
