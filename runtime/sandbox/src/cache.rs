@@ -95,7 +95,10 @@ impl ArtifactCache {
     }
 
     /// The compiled component for `bytes`: from memory, else from disk, else `compile`d and
-    /// stored in both.
+    /// stored in both. A component from disk or from `compile` is kept only if `accept` takes
+    /// it: a file on disk is input like any other, and may have been compiled under a higher
+    /// limit (another runtime sharing the directory), so what this cache's runtime refuses
+    /// never stays in its memory. Remembered components were accepted when they came in.
     ///
     /// With a directory, memory keeps only components whose file is still there: a file
     /// collected by a [`SharedDir`] (its last user gone) takes its compiled code out of memory
@@ -105,8 +108,10 @@ impl ArtifactCache {
         &self,
         engine: &Engine,
         hash: &ContentHash,
+        accept: impl Fn(&Component) -> wasmtime::Result<()>,
         compile: impl FnOnce() -> wasmtime::Result<Component>,
     ) -> wasmtime::Result<Component> {
+        let compile = || compile().and_then(|c| accept(&c).map(|()| c));
         let remembered = self.lock().get(hash).cloned();
         let Some(dir) = self.dir.as_deref() else {
             if let Some(c) = remembered {
@@ -122,6 +127,7 @@ impl ArtifactCache {
             Some(c) => c,
             None => match read(engine, hash, &path) {
                 Some(c) => {
+                    accept(&c)?;
                     if self.max_bytes.is_some() {
                         touch(&path);
                     }
@@ -498,6 +504,43 @@ mod tests {
             !used.exists() && new.exists(),
             "the new entry stays even over the bound"
         );
+    }
+
+    /// A compiled component read from disk that the runtime refuses (compiled under another
+    /// runtime's higher limit) is an error and is not kept in memory; once accepted, it is.
+    #[test]
+    fn refused_artifacts_from_disk_are_not_kept() {
+        // The smallest component: the preamble (magic, version 0x0d, layer 1) and no sections.
+        const EMPTY: &[u8] = b"\0asm\x0d\0\x01\0";
+        let engine = Engine::default();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let hash = content_hash(EMPTY);
+        let on_disk = || Some(dir.path().to_path_buf());
+        ArtifactCache::new(&engine, on_disk(), None)
+            .get_or_compile(
+                &engine,
+                &hash,
+                |_| Ok(()),
+                || Component::new(&engine, EMPTY),
+            )
+            .expect("compiled and stored");
+        let cache = ArtifactCache::new(&engine, on_disk(), None);
+        let not_compiled = || -> wasmtime::Result<Component> { panic!("read from disk") };
+        let refused = cache.get_or_compile(
+            &engine,
+            &hash,
+            |_| Err(wasmtime::Error::msg("over the limit")),
+            not_compiled,
+        );
+        assert!(refused.is_err());
+        assert!(
+            cache.lock().is_empty(),
+            "a refused component stayed in memory"
+        );
+        cache
+            .get_or_compile(&engine, &hash, |_| Ok(()), not_compiled)
+            .expect("accepted");
+        assert!(cache.lock().contains_key(&hash));
     }
 
     /// Entry names parse back to their parts; temporary and foreign names do not.

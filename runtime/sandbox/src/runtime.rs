@@ -304,24 +304,23 @@ impl Runtime {
         let max_compiled = inner.limits.get_max_compiled_bytes();
         let component = inner
             .cache
-            .get_or_compile(&inner.engine, &hash, || {
-                let component = match &inner.compiler {
+            .get_or_compile(
+                &inner.engine,
+                &hash,
+                // Compiled code over the limit is neither cached nor kept, wherever it came
+                // from.
+                |component| Ok(check_compiled(component, max_compiled)?),
+                || match &inner.compiler {
                     Some(program) => {
-                        compiler::compile(program, &inner.limits, &inner.engine, bytes)?
+                        compiler::compile(program, &inner.limits, &inner.engine, bytes)
                     }
-                    None => Component::new(&inner.engine, bytes)?,
-                };
-                // Checked here too, so that code over the limit is never cached.
-                check_compiled(&component, max_compiled)?;
-                Ok(component)
-            })
+                    None => Component::new(&inner.engine, bytes),
+                },
+            )
             .map_err(|e| match e.downcast::<Refusal>() {
                 Ok(refusal) => fail(refusal.0),
                 Err(e) => fail(format!("not a valid component: {e:#}")).with_source(e),
             })?;
-        // A component from the on-disk cache is checked as a compiled one is: the stored file
-        // is input like any other, and may have been compiled under a higher limit.
-        check_compiled(&component, max_compiled).map_err(|e| fail(e.0))?;
         check_imports_and_exports(&inner.engine, &component).map_err(fail)?;
         let pre = inner
             .linker
