@@ -432,15 +432,22 @@ fn bound_load(
     target: &[u32],
     slack: u32,
 ) {
-    let keeps_values =
-        |slots: &[u32], i: usize, b: u32| keeps_values(g, owner, per_task, slots, i, b);
+    // Where some member's count is `off` its `bound`: repair chains that keep every task's
+    // tag values, then, for what those leave, chains of any moves.
+    let repair_to =
+        |slots: &mut [u32], standbys: &mut [u32], bound: &[u32], off: fn(u32, u32) -> bool| {
+            let missed = |standbys: &[u32]| standbys.iter().zip(bound).any(|(&s, &b)| off(s, b));
+            if missed(standbys) {
+                let keeps_values =
+                    |slots: &[u32], i: usize, b: u32| keeps_values(g, owner, per_task, slots, i, b);
+                repair(g, owner, per_task, slots, standbys, bound, keeps_values);
+                if missed(standbys) {
+                    repair(g, owner, per_task, slots, standbys, bound, |_, _, _| true);
+                }
+            }
+        };
     let most: Vec<u32> = target.iter().map(|&t| t.saturating_add(slack)).collect();
-    if standbys.iter().zip(&most).any(|(s, m)| s > m) {
-        repair(g, owner, per_task, slots, standbys, &most, keeps_values);
-        if standbys.iter().zip(&most).any(|(s, m)| s > m) {
-            repair(g, owner, per_task, slots, standbys, &most, |_, _, _| true);
-        }
-    }
+    repair_to(slots, standbys, &most, |s, most| s > most);
     // Members above their targets give (down to them), members more than `slack` below take
     // (up to that), the rest stay as they are.
     let least: Vec<u32> = standbys
@@ -448,12 +455,7 @@ fn bound_load(
         .zip(target)
         .map(|(&s, &t)| s.min(t).max(t.saturating_sub(slack)))
         .collect();
-    if standbys.iter().zip(&least).any(|(s, l)| s < l) {
-        repair(g, owner, per_task, slots, standbys, &least, keeps_values);
-        if standbys.iter().zip(&least).any(|(s, l)| s < l) {
-            repair(g, owner, per_task, slots, standbys, &least, |_, _, _| true);
-        }
-    }
+    repair_to(slots, standbys, &least, |s, least| s < least);
     improve(g, owner, per_task, slots, standbys, target, slack);
 }
 
