@@ -34,6 +34,9 @@ use assignor_tests::bench_input::{LARGE, Mode, SIZES, generate};
 use assignor_tests::guests;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
+/// A group and its topology: one benchmark input.
+type Input = (GroupSpec, Topology);
+
 /// One input's figures from a call in the sandbox.
 fn report(members: u32, standbys: u32, mode: Mode, usage: &Usage) {
     eprintln!(
@@ -52,7 +55,7 @@ fn input(
     size: (u32, u32, u32, u32),
     standbys: u32,
     mode: Mode,
-) -> (GroupSpec, Topology) {
+) -> Input {
     let input = generate(size, standbys, mode);
     let (_, usage) = component
         .assign(&input.0, &input.1)
@@ -91,7 +94,7 @@ fn sticky(c: &mut Criterion) {
 
     // Generated on first use: criterion calls a benchmark's routine only when its id passes
     // the filter.
-    let large: Vec<(u32, Mode, OnceLock<(GroupSpec, Topology)>)> = [0, 1]
+    let large: Vec<(u32, Mode, OnceLock<Input>)> = [0, 1]
         .into_iter()
         .flat_map(|standbys| Mode::ALL.map(|mode| (standbys, mode, OnceLock::new())))
         .collect();
