@@ -10,6 +10,10 @@ use assignor_sdk::{GroupSpec, SourceTopic, Topology};
 /// subtopology (128, 2048 and 16384 tasks).
 pub const SIZES: &[(u32, u32, u32, u32)] =
     &[(10, 5, 4, 32), (100, 50, 8, 256), (1000, 500, 16, 1024)];
+/// The large size of issue 19: 10,000 members on 5,000 processes, 32 stateful subtopologies
+/// of 5,000 partitions (160,000 tasks). Slow to generate (seconds) and to run, so benchmarks
+/// keep it apart from [`SIZES`].
+pub const LARGE: (u32, u32, u32, u32) = (10_000, 5_000, 32, 5_000);
 /// The generator's seed used project-wide.
 pub const SEED: u32 = 7;
 

@@ -144,9 +144,15 @@ fn cargo(workspace: &Path, target_dir: &Path, args: &[&str]) {
     ] {
         cmd.env_remove(var);
     }
-    // Small components: no DWARF (panic locations and function names survive).
+    // Small components: no DWARF (panic locations and function names survive). Fat LTO in
+    // one codegen unit inlines the SDK's glue and the standard library into the assignor:
+    // the sticky sample's 10-member call went from 391,678 to 362,770 fuel (-7.4 %) and its
+    // component from 475 KB to 394 KB (issue 19). `simd128` was measured too and left out:
+    // 0.5 % less fuel, no faster.
     cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        .env("CARGO_PROFILE_RELEASE_LTO", "fat")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1");
     let output = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run cargo to build the guests: {e}"));
