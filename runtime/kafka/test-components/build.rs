@@ -11,19 +11,32 @@ use std::path::PathBuf;
 use assignor_guest_build::{Guest, build, workspace_root};
 
 /// (name, directory from the workspace root, package, what a call through the plugin must
-/// end in: `ok` or the error kind).
+/// end in: `ok` or the error kind; `reserved` for a component whose name Kafka reserves, which
+/// the plugin's `configure` refuses).
 const COMPONENTS: &[(&str, &str, &str, &str)] = &[
+    (
+        "sample-balanced",
+        "runtime/kafka/test-components/guests/sample-balanced",
+        "kafka-sample-balanced",
+        "ok",
+    ),
+    (
+        "sample-sticky",
+        "runtime/kafka/test-components/guests/sample-sticky",
+        "kafka-sample-sticky",
+        "ok",
+    ),
     (
         "balanced",
         "sample-assignors/balanced",
         "balanced-assignor-component",
-        "ok",
+        "reserved",
     ),
     (
         "sticky",
         "sample-assignors/sticky",
         "sticky-assignor-component",
-        "ok",
+        "reserved",
     ),
     (
         "rack-aware",

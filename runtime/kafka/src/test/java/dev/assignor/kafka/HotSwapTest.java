@@ -52,7 +52,7 @@ class HotSwapTest {
             assertFalse(plugin.checkForUpdate(), "fails its trial run");
             assertEquals(v2, plugin.assign(group, group));
 
-            install("balanced", file);
+            install("sample-balanced", file);
             assertFalse(plugin.checkForUpdate(), "another name");
             assertEquals("swap", plugin.name());
 
