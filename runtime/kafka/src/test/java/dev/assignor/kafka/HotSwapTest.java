@@ -67,6 +67,22 @@ class HotSwapTest {
         }
     }
 
+    /** An entry whose input limits are too small for the trial group refuses every new version (it cannot be trial-run) and keeps the running one, without the check throwing (which would end the watcher's schedule). */
+    @Test
+    void aVersionThatCannotBeTrialRunIsRefused() throws Exception {
+        Path file = dir.resolve("small.wasm");
+        install("swap-v1", file);
+        try (WasmTaskAssignor plugin = Components.plugin("swap-v1", "group.streams.assignor.wasm.path", file.toString(),
+            "group.streams.assignor.wasm.max.members", "2")) {
+            TestGroup group = TestGroup.cold(2, 1, 1, 4, 0);
+            assertTrue(plugin.assign(group, group).members().get("member-00001").activeTasks().isEmpty());
+            install("swap-v2", file);
+            assertFalse(plugin.checkForUpdate(), "the three-member trial group is over max.members=2");
+            assertTrue(plugin.assign(group, group).members().get("member-00001").activeTasks().isEmpty(),
+                "version 1 still answers");
+        }
+    }
+
     /** The watcher thread finds a new version by itself, while calls keep running from another thread, none of them failing. */
     @Test
     void watcherSwapsUnderLoad() throws Exception {
