@@ -38,9 +38,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cd "$root"
-# The bridge, in release: the plugin's figures are a release build's.
-cargo build --release -p assignor-kafka-bridge
-lib=$target/release/libassignor_kafka_bridge.so
+# The tests run on the dev profile, whose dependencies (wasmtime above all) the workspace
+# optimises at opt-level 2 and `cargo test --workspace` has already built: a release build
+# would cost CI a second full wasmtime build (~6 min). The bridge is built with every library
+# of the workspace selected, so that features unify as in `cargo test --workspace` and
+# wasmtime is reused (`-p assignor-kafka-bridge` alone unifies over the bridge's graph only,
+# which gives wasmtime another hash and rebuilt it). The timing harness measures a release
+# build, as a broker would run.
+case $mode in
+  bench) build=(--release -p assignor-kafka-bridge) profile=(--release) profile_dir=release ;;
+  *) build=(--workspace --lib) profile=() profile_dir=debug ;;
+esac
+cargo build "${build[@]}"
+lib=$target/$profile_dir/libassignor_kafka_bridge.so
 
 rm -rf "$out/api" "$out/classes" "$out/test-classes"
 mkdir -p "$out/api" "$out/classes/native" "$out/test-classes"
@@ -54,7 +64,7 @@ echo "build.sh: built $out/assignor-kafka-plugin.jar" >&2
 
 # The components the tests load, built from source (the samples, the hostile guests, the
 # hot-swap versions); the tool prints where they are.
-cargo run --release -q -p assignor-kafka-test-components > "$out/components.properties"
+cargo run "${profile[@]}" -q -p assignor-kafka-test-components > "$out/components.properties"
 # The tests compile against the plugin's classes and the API copies; JUnit's launcher runs them.
 javac "${javac_flags[@]}" -Xlint:-processing -cp "$out/api:$out/classes:$slf4j_api:$junit" \
   -d "$out/test-classes" $(find "$here/src/test/java" -name '*.java')
@@ -75,7 +85,7 @@ case $mode in
     # JVM of its own: wasmtime installs its handlers process-wide once an engine wants them.
     for signals in false true; do
       java ${BENCH_JAVA_FLAGS:-} -Dassignor.components="$out/components.properties" -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-        -cp "$classpath" dev.assignor.kafka.Bench "$gen" "$signals" balanced sticky
+        -cp "$classpath" dev.assignor.kafka.Bench "$gen" "$signals" sample-balanced sample-sticky
     done
     ;;
   *)

@@ -10,23 +10,40 @@ use std::path::PathBuf;
 
 use assignor_guest_build::{Guest, build, workspace_root};
 
-/// The sample assignors: (name, directory from the workspace root, component package). A call
-/// through the plugin must succeed.
-const SAMPLES: &[(&str, &str, &str)] = &[
+/// The sample assignors: (name, directory from the workspace root, component package, what a
+/// call through the plugin must end in: `ok`, or `reserved` for a component whose name Kafka
+/// reserves, which the plugin's `configure` refuses). `balanced` and `sticky` run in a broker
+/// as `sample-balanced` and `sample-sticky`, thin crates in `runtime/kafka/samples`.
+const SAMPLES: &[(&str, &str, &str, &str)] = &[
+    (
+        "sample-balanced",
+        "runtime/kafka/samples/balanced",
+        "kafka-sample-balanced",
+        "ok",
+    ),
+    (
+        "sample-sticky",
+        "runtime/kafka/samples/sticky",
+        "kafka-sample-sticky",
+        "ok",
+    ),
     (
         "balanced",
         "sample-assignors/balanced",
         "balanced-assignor-component",
+        "reserved",
     ),
     (
         "sticky",
         "sample-assignors/sticky",
         "sticky-assignor-component",
+        "reserved",
     ),
     (
         "rack-aware",
         "sample-assignors/rack-aware",
         "rack-aware-assignor-component",
+        "ok",
     ),
 ];
 
@@ -52,13 +69,13 @@ const GUESTS: &[(&str, &str)] = &[
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = workspace_root(&manifest, 3);
-    let samples = SAMPLES.iter().map(|&(name, dir, package)| {
+    let samples = SAMPLES.iter().map(|&(name, dir, package, expect)| {
         let guest = Guest {
             package: package.to_owned(),
             example: None,
             dir: workspace.join(dir),
         };
-        (name, guest, "ok")
+        (name, guest, expect)
     });
     let guests = GUESTS.iter().map(|&(name, expect)| {
         let guest = Guest {

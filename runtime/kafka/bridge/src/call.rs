@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use assignor_sandbox::{ComponentAssignor, Limits, Runtime, TaskAssignorError, Usage};
+use assignor_sandbox::{ComponentAssignor, ErrorKind, Limits, Runtime, TaskAssignorError, Usage};
 
 use crate::flat::{self, Strings};
 
@@ -148,6 +148,28 @@ pub fn load(
     Ok(assignor)
 }
 
+/// The input limits the plugin checks a group against before encoding it, in the order of
+/// `NativeComponent.inputLimits`: members, subtopologies, partitions per subtopology, tasks,
+/// id bytes, flat-form bytes.
+pub fn input_limits(assignor: &ComponentAssignor) -> [i64; 6] {
+    let l = assignor.limits();
+    let long = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+    [
+        long(l.get_max_members()),
+        long(l.get_max_subtopologies()),
+        i64::from(l.get_max_partitions()),
+        long(l.get_max_tasks()),
+        long(l.get_max_id_bytes()),
+        long(l.get_max_input_bytes()),
+    ]
+}
+
+/// The size of a flat group in bytes, as checked against `max.input.bytes`: its arrays as
+/// the JVM holds them.
+pub fn flat_bytes(strings: Strings<'_>, ints: &[i32], longs: &[i64]) -> usize {
+    strings.bytes.len() + 4 * (strings.ends.len() + ints.len()) + 8 * longs.len()
+}
+
 /// One call's result: the assignment's flat form, the sandbox's usage report, and the time
 /// the whole native side took (decoding and encoding included).
 #[derive(Debug)]
@@ -168,6 +190,21 @@ pub fn assign(
     longs: &[i64],
 ) -> Result<Assigned, Failure> {
     let start = Instant::now();
+    // The plugin checked the same before encoding; checked again here, before decoding,
+    // because the arrays come from Java code this library cannot vouch for.
+    let bytes = flat_bytes(strings, ints, longs);
+    let max = assignor.limits().get_max_input_bytes();
+    if bytes > max {
+        return Err(Failure {
+            kind: ErrorKind::InputLimit.as_str().to_owned(),
+            assignor: assignor.name().to_owned(),
+            message: format!(
+                "the flat group is {bytes} bytes, over the limit of {max} (max.input.bytes); \
+                 shrink the group or raise the limit"
+            ),
+            fuel: None,
+        });
+    }
     let (group, topology) = flat::decode(strings, ints, longs).map_err(|m| {
         Failure::internal(
             assignor.name(),

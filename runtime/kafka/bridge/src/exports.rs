@@ -18,21 +18,24 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use assignor_sandbox::ComponentAssignor;
 use jni::JNIEnv;
 use jni::objects::{
-    JByteArray, JClass, JIntArray, JLongArray, JObjectArray, JString, JThrowable, JValue,
+    JByteArray, JClass, JIntArray, JLongArray, JObject, JObjectArray, JString, JThrowable, JValue,
 };
-use jni::sys::{jboolean, jintArray, jlong, jstring};
+use jni::sys::{jboolean, jintArray, jlong, jlongArray, jstring};
 
 use crate::call::{self, Failure};
 use crate::flat::Strings;
 
 const FAILURE_CLASS: &str = "dev/assignor/kafka/SandboxFailure";
-const FAILURE_CONSTRUCTOR: &str = "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;J)V";
+const FAILURE_CONSTRUCTOR: &str =
+    "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;JLjava/lang/Throwable;)V";
 
 /// What stopped an export.
+#[derive(Debug)]
 enum Stop {
     /// The load or call failed: thrown as a `SandboxFailure`.
     Failed(Failure),
-    /// A JNI call failed; if it left a Java exception pending, that one is thrown.
+    /// A JNI call failed: thrown as a `SandboxFailure` of kind `internal`, with the Java
+    /// exception it left pending (if any) as its cause.
     Jni(jni::errors::Error),
 }
 
@@ -48,50 +51,65 @@ impl From<jni::errors::Error> for Stop {
     }
 }
 
-/// Runs `body`, returning `none` (which Java never sees: an exception is pending) when it
-/// fails or panics, after throwing the failure.
-fn guarded<'l, R>(
-    env: &mut JNIEnv<'l>,
-    assignor: &str,
-    none: R,
-    body: impl FnOnce(&mut JNIEnv<'l>) -> Result<R, Stop>,
-) -> R {
-    let outcome = catch_unwind(AssertUnwindSafe(|| body(env)));
-    let failure = match outcome {
-        Ok(Ok(value)) => return value,
-        Ok(Err(Stop::Failed(failure))) => failure,
-        Ok(Err(Stop::Jni(e))) => {
-            if env.exception_check().unwrap_or(true) {
-                return none;
-            }
-            Failure::internal(assignor, format!("a JNI call failed: {e}"))
-        }
+/// Runs `body` and turns a panic inside it into a failure of kind `internal` for
+/// `assignor`: a panic unwinding into the JVM would be undefined behaviour. Apart from
+/// [`guarded`] (which needs a live JVM to throw) so that `cargo test` drives it with a
+/// panicking body.
+fn caught<R>(assignor: &str, body: impl FnOnce() -> Result<R, Stop>) -> Result<R, Stop> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(outcome) => outcome,
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(no message)".to_owned());
-            Failure::internal(assignor, format!("the bridge panicked: {message}"))
+            Err(Failure::internal(assignor, format!("the bridge panicked: {message}")).into())
         }
-    };
-    // An exception left pending by the failed body would make these JNI calls illegal.
-    if env.exception_check().unwrap_or(true) {
-        let _ = env.exception_clear();
     }
-    if let Err(e) = throw(env, &failure) {
+}
+
+/// Runs `body` under [`caught`], returning `none` (which Java never sees: an exception is
+/// pending) when it fails or panics, after throwing the failure as a `SandboxFailure`.
+fn guarded<'l, R>(
+    env: &mut JNIEnv<'l>,
+    assignor: &str,
+    none: R,
+    body: impl FnOnce(&mut JNIEnv<'l>) -> Result<R, Stop>,
+) -> R {
+    let failure = match caught(assignor, || body(env)) {
+        Ok(value) => return value,
+        Err(Stop::Failed(failure)) => failure,
+        Err(Stop::Jni(e)) => Failure::internal(assignor, format!("a JNI call failed: {e}")),
+    };
+    // A Java exception the body left pending (an array index out of bounds, an
+    // OutOfMemoryError) becomes the cause: every failure reaches Java as a SandboxFailure,
+    // and the JNI calls below are illegal while one is pending.
+    let cause = if env.exception_check().unwrap_or(false) {
+        let pending = env.exception_occurred().ok();
+        let _ = env.exception_clear();
+        pending
+    } else {
+        None
+    };
+    if let Err(e) = throw(env, &failure, cause) {
         tracing::error!(error = %e, kind = failure.kind, "cannot throw a SandboxFailure");
     }
     none
 }
 
-fn throw(env: &mut JNIEnv<'_>, failure: &Failure) -> jni::errors::Result<()> {
+fn throw(
+    env: &mut JNIEnv<'_>,
+    failure: &Failure,
+    cause: Option<JThrowable<'_>>,
+) -> jni::errors::Result<()> {
     let kind = env.new_string(&failure.kind)?;
     let assignor = env.new_string(&failure.assignor)?;
     let message = env.new_string(&failure.message)?;
     let fuel = failure
         .fuel
         .map_or(-1, |f| i64::try_from(f).unwrap_or(i64::MAX));
+    let cause = cause.unwrap_or_else(|| JThrowable::from(JObject::null()));
     let exception = env.new_object(
         FAILURE_CLASS,
         FAILURE_CONSTRUCTOR,
@@ -100,6 +118,7 @@ fn throw(env: &mut JNIEnv<'_>, failure: &Failure) -> jni::errors::Result<()> {
             JValue::Object(&assignor),
             JValue::Object(&message),
             JValue::Long(fuel),
+            JValue::Object(&cause),
         ],
     )?;
     env.throw(JThrowable::from(exception))
@@ -183,6 +202,24 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_name<'l>(
     })
 }
 
+/// `static native long[] inputLimits(long handle)`: the component's input limits, for the plugin
+/// to check a group against before it encodes it (so a hostile group costs no more work than
+/// the limits allow): max members, subtopologies, partitions per subtopology, tasks, id bytes
+/// and flat-form bytes (the sandbox's `max.input.bytes`), in that order.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_inputLimits<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> jlongArray {
+    guarded(&mut env, "?", std::ptr::null_mut(), |env| {
+        let limits = call::input_limits(component(handle)?);
+        let out = env.new_long_array(limits.len() as i32)?;
+        env.set_long_array_region(&out, 0, &limits)?;
+        Ok(out.into_raw())
+    })
+}
+
 /// `static native int[] assign(long handle, byte[] strings, int[] ends, int[] ints, long[]
 /// longs, long[] usage)`: one call on the flat form (see `flat`); `usage` receives the fuel,
 /// the peak memory, the sandbox call's nanoseconds and the whole native side's nanoseconds.
@@ -248,4 +285,60 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_free<'l>(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(stop: Stop) -> Failure {
+        match stop {
+            Stop::Failed(f) => f,
+            Stop::Jni(e) => panic!("expected a failure, got a JNI error: {e}"),
+        }
+    }
+
+    /// A panic inside an export's body, whatever its payload, becomes a failure of kind
+    /// `internal` naming the assignor and the panic's message, instead of unwinding into the
+    /// JVM; `guarded` throws exactly this failure as a `SandboxFailure`.
+    #[test]
+    fn a_panic_becomes_an_internal_failure() {
+        let f =
+            failure(caught("sticky-wasm", || -> Result<(), Stop> { panic!("boom") }).unwrap_err());
+        assert_eq!(
+            (f.kind.as_str(), f.assignor.as_str(), f.message.as_str()),
+            ("internal", "sticky-wasm", "the bridge panicked: boom")
+        );
+        let index = 7;
+        let f = failure(
+            caught("a", || -> Result<(), Stop> {
+                let v: Vec<i32> = Vec::new();
+                std::hint::black_box(v[index]);
+                Ok(())
+            })
+            .unwrap_err(),
+        );
+        assert!(
+            f.message
+                .starts_with("the bridge panicked: index out of bounds"),
+            "{f:?}"
+        );
+        let f = failure(
+            caught("a", || -> Result<(), Stop> { std::panic::panic_any(42_u8) }).unwrap_err(),
+        );
+        assert_eq!(f.message, "the bridge panicked: (no message)");
+    }
+
+    /// A body that returns, or fails, passes through untouched.
+    #[test]
+    fn results_pass_through() {
+        assert_eq!(caught("a", || Ok::<_, Stop>(5)).unwrap(), 5);
+        let f = failure(
+            caught("a", || -> Result<(), Stop> {
+                Err(Failure::internal("a", "malformed").into())
+            })
+            .unwrap_err(),
+        );
+        assert_eq!(f.message, "malformed");
+    }
 }

@@ -79,6 +79,8 @@ struct Cursor<'a> {
     longs: &'a [i64],
     pos: usize,
     long_pos: usize,
+    /// Each subtopology's partition count, once read: a task must be one of the topology's.
+    partitions: Vec<u32>,
 }
 
 impl Cursor<'_> {
@@ -108,8 +110,17 @@ impl Cursor<'_> {
         u32::try_from(v).map_err(|_| format!("negative value {v} at {}", self.pos - 1))
     }
 
+    /// A task of the topology: the Java encoder leaves out state reported against another
+    /// topology, so a task outside it is a malformed form, not something to pass on.
     fn task(&mut self) -> Result<TaskId, String> {
-        Ok(TaskId::new(self.unsigned()?, self.unsigned()?))
+        let at = self.pos;
+        let (subtopology, partition) = (self.unsigned()?, self.unsigned()?);
+        match self.partitions.get(subtopology as usize) {
+            Some(&n) if partition < n => Ok(TaskId::new(subtopology, partition)),
+            _ => Err(format!(
+                "task {subtopology}_{partition} at {at} is not in the topology"
+            )),
+        }
     }
 
     fn tasks(&mut self) -> Result<TaskSet, String> {
@@ -146,6 +157,7 @@ pub fn decode(
         longs,
         pos: 0,
         long_pos: 0,
+        partitions: Vec::new(),
     };
     let subtopologies = c.count(3)?;
     let mut topology = Topology {
@@ -160,6 +172,11 @@ pub fn decode(
             source_topics: Vec::new(),
         });
     }
+    c.partitions = topology
+        .subtopologies
+        .iter()
+        .map(|s| s.max_num_input_partitions)
+        .collect();
     let num_standby_replicas = c.unsigned()?;
     let tags = c.count(1)?;
     let rack_aware_assignment_tags = (0..tags)
@@ -307,6 +324,65 @@ mod tests {
                 .unwrap_err()
                 .contains("left over")
         );
+    }
+
+    /// Every count and index the decoder reads is checked: negative counts, indices and
+    /// offsets, string ends out of order or past the bytes, tasks outside the topology, a
+    /// task given twice, longs missing; each is an error naming where, never a panic.
+    #[test]
+    fn every_trusted_value_is_checked() {
+        let (bytes, ends) = table(&["s0", "m", "p"]);
+        let ok = Strings {
+            bytes: &bytes,
+            ends: &ends,
+        };
+        // One subtopology "s0" of 2 partitions, no standbys or tags, one member m of p.
+        let head = [1, 0, 2, 1, 0, 0, 1, 1, 2, -1, -1, 0];
+        let member = |rest: &[i32]| [&head[..], rest].concat();
+        let cases: &[(Strings<'_>, Vec<i32>, &[i64], &str)] = &[
+            (ok, vec![-1], &[], "negative offset -1"),
+            (ok, vec![1, 0, -2, 1], &[], "negative value -2"),
+            (ok, vec![1, -3, 2, 1], &[], "string index -3"),
+            (ok, member(&[1, 0, 2, 0, 0, 0, 0]), &[], "task 0_2 at"),
+            (ok, member(&[1, 1, 0, 0, 0, 0, 0]), &[], "task 1_0 at"),
+            (ok, member(&[2, 0, 1, 0, 1, 0, 0, 0, 0]), &[], "given twice"),
+            (ok, member(&[0, 0, 0, 1, 0, 1, 0]), &[], "the longs end"),
+            (ok, member(&[0, 0, 0, 0, 0]), &[7], "longs left over"),
+            (
+                Strings {
+                    bytes: &bytes,
+                    ends: &[2, 1, 4],
+                },
+                member(&[0, 0, 0, 0, 0]),
+                &[],
+                "string 1 at 2..1",
+            ),
+            (
+                Strings {
+                    bytes: &bytes,
+                    ends: &[2, 3, 99],
+                },
+                member(&[0, 0, 0, 0, 0]),
+                &[],
+                "string 2 at 3..99",
+            ),
+            (
+                Strings {
+                    bytes: &[0xff, 0xfe],
+                    ends: &[2],
+                },
+                vec![1, 0, 2, 1],
+                &[],
+                "string 0: invalid utf-8",
+            ),
+        ];
+        for (strings, ints, longs, expected) in cases {
+            let e = decode(*strings, ints, longs).unwrap_err();
+            assert!(e.contains(expected), "{ints:?}: {e}");
+        }
+        // The well-formed member the cases above break decodes.
+        let (group, _) = decode(ok, &member(&[1, 0, 1, 0, 0, 0, 0]), &[]).expect("well formed");
+        assert_eq!(group.members[0].member_id, "m");
     }
 
     /// The assignment's flat form lists each member's active then standby tasks.

@@ -64,6 +64,8 @@ final class NativeComponent implements AutoCloseable {
 
     final String name;
     final String path;
+    /** The input limits a group is checked against before it is encoded for this version. */
+    final InputLimits limits;
     private final Handle handle;
     private final Cleaner.Cleanable cleanable;
 
@@ -73,6 +75,7 @@ final class NativeComponent implements AutoCloseable {
         this.path = path;
         try {
             this.name = name(handle);
+            this.limits = new InputLimits(inputLimits(handle));
         } catch (SandboxFailure e) {
             cleanable.clean();
             throw e;
@@ -117,6 +120,8 @@ final class NativeComponent implements AutoCloseable {
                                     boolean signalsBasedTraps) throws SandboxFailure;
 
     private static native String name(long handle) throws SandboxFailure;
+
+    private static native long[] inputLimits(long handle) throws SandboxFailure;
 
     private static native int[] assign(long handle, byte[] strings, int[] ends, int[] ints, long[] longs,
                                        long[] usage) throws SandboxFailure;

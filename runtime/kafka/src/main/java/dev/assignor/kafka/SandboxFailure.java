@@ -15,9 +15,13 @@ final class SandboxFailure extends Exception {
     /** Fuel consumed before the failure, or -1 when the sandbox did not measure it. */
     final long fuel;
 
-    /** Called by the bridge (its signature is in {@code exports.rs}). */
-    SandboxFailure(String kind, String assignor, String detail, long fuel) {
-        super(kind + ": task assignor `" + assignor + "`: " + detail);
+    /**
+     * Called by the bridge (its signature is in {@code exports.rs}); {@code cause} is the Java
+     * exception a failed JNI call left pending (an out-of-bounds array, an
+     * {@code OutOfMemoryError}), or {@code null}.
+     */
+    SandboxFailure(String kind, String assignor, String detail, long fuel, Throwable cause) {
+        super(kind + ": task assignor `" + assignor + "`: " + detail, cause);
         this.kind = kind;
         this.assignor = assignor;
         this.detail = detail;

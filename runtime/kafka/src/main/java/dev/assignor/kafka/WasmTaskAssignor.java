@@ -65,7 +65,13 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
     /** The prefix of every key of this plugin. */
     public static final String KEY_PREFIX = "group.streams.assignor.wasm.";
 
-    /** Names Kafka reserves for its built-in assignors (KIP-1357; {@code balanced}: KAFKA-20998). */
+    /**
+     * Names Kafka reserves for its built-in assignors: {@code sticky}, the one built-in of
+     * KIP-1357 ("Built-in assignors"), and {@code balanced}, the built-in proposed in
+     * KAFKA-20998. KIP-1357's loader fails the broker's start when a custom assignor's
+     * {@code name()} collides with a built-in's; {@link #configure} refuses such a component
+     * first, with a message that says so (the broker's own would only name the collision).
+     */
     static final Set<String> RESERVED_NAMES = Set.of("sticky", "balanced");
 
     private static final long DEFAULT_WATCH_MS = 10_000;
@@ -126,9 +132,10 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
             throw new IllegalArgumentException(entry() + ": " + e.getMessage(), e);
         }
         if (RESERVED_NAMES.contains(loaded.name)) {
-            LOG.warn("assignor={} path={}: the name is one Kafka reserves for a built-in assignor "
-                + "(sticky; balanced is proposed in KAFKA-20998): a broker refuses a custom assignor "
-                + "under a built-in's name", loaded.name, path);
+            loaded.close();
+            throw new IllegalArgumentException(entry() + ": the component " + path + " is named `" + loaded.name
+                + "`, a name Kafka reserves for a built-in assignor (sticky: KIP-1357; balanced: KAFKA-20998), "
+                + "and a broker refuses a custom assignor under a built-in's name; give the component another name()");
         }
         close();
         this.current = loaded;
@@ -181,7 +188,9 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
         }
         FlatGroup flat;
         try {
-            flat = FlatGroup.encode(groupSpec, topologyDescriber);
+            flat = FlatGroup.encode(groupSpec, topologyDescriber, component.limits);
+        } catch (InputLimitException e) {
+            throw failure(component.name, "input-limit", e.getMessage(), -1, start, e);
         } catch (RuntimeException e) {
             throw failure(component.name, "internal", "cannot read the group: " + e, -1, start, e);
         }
@@ -191,7 +200,8 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
             try {
                 result = component.assign(flat);
             } catch (SandboxFailure e) {
-                throw failure(e.assignor, e.kind, e.detail, e.fuel, start, e);
+                // The version's own name: a failure of the JNI layer itself knows no assignor.
+                throw failure(component.name, e.kind, e.detail, e.fuel, start, e);
             }
             if (result == null) {
                 // Swapped out and closed between reading `current` and the call: the new one.
@@ -278,13 +288,21 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
             return false;
         }
         try {
-            NativeComponent.Result trial = candidate.assign(FlatGroup.encode(TrialGroup.GROUP, TrialGroup.TOPOLOGY));
+            NativeComponent.Result trial = candidate.assign(FlatGroup.encode(TrialGroup.GROUP, TrialGroup.TOPOLOGY,
+                candidate.limits));
             LOG.info("assignor={} fuel={} time={}ms: new version of {} passed its trial run, swapped in",
                 running.name, trial.fuel, millis(System.nanoTime() - start), running.path);
         } catch (SandboxFailure e) {
             LOG.error("assignor={} kind={} fuel={} time={}ms: new version of {} failed its trial run, keeping the "
                 + "running one: {}", running.name, e.kind, e.fuel < 0 ? "-" : e.fuel,
                 millis(System.nanoTime() - start), running.path, e.detail);
+            candidate.close();
+            return false;
+        } catch (InputLimitException e) {
+            // The trial group over the entry's input limits: the version is fine, the limits
+            // too small to try it; refused all the same, since it cannot be checked.
+            LOG.error("assignor={} kind=input-limit: new version of {} could not be trial-run, keeping the running "
+                + "one: {}", running.name, running.path, e.getMessage());
             candidate.close();
             return false;
         }

@@ -14,7 +14,7 @@ class ConcurrencyTest {
     /** One instance, as the broker shares it between all groups: 16 threads calling at once all get the answer a lone call gets. */
     @Test
     void concurrentCallsOnOneInstanceAgree() throws Exception {
-        try (WasmTaskAssignor plugin = Components.plugin("sticky")) {
+        try (WasmTaskAssignor plugin = Components.plugin("sample-sticky")) {
             TestGroup small = TestGroup.cold(10, 5, 4, 32, 1);
             TestGroup large = TestGroup.cold(100, 50, 8, 256, 1);
             GroupAssignment smallAnswer = plugin.assign(small, small);

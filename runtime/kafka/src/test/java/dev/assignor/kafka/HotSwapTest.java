@@ -52,7 +52,7 @@ class HotSwapTest {
             assertFalse(plugin.checkForUpdate(), "fails its trial run");
             assertEquals(v2, plugin.assign(group, group));
 
-            install("balanced", file);
+            install("sample-balanced", file);
             assertFalse(plugin.checkForUpdate(), "another name");
             assertEquals("swap", plugin.name());
 
@@ -64,6 +64,22 @@ class HotSwapTest {
             install("swap-v1", file);
             assertTrue(plugin.checkForUpdate(), "a good version after bad ones");
             assertTrue(isVersion1(plugin.assign(group, group)));
+        }
+    }
+
+    /** An entry whose input limits are too small for the trial group refuses every new version (it cannot be trial-run) and keeps the running one, without the check throwing (which would end the watcher's schedule). */
+    @Test
+    void aVersionThatCannotBeTrialRunIsRefused() throws Exception {
+        Path file = dir.resolve("small.wasm");
+        install("swap-v1", file);
+        try (WasmTaskAssignor plugin = Components.plugin("swap-v1", "group.streams.assignor.wasm.path", file.toString(),
+            "group.streams.assignor.wasm.max.members", "2")) {
+            TestGroup group = TestGroup.cold(2, 1, 1, 4, 0);
+            assertTrue(plugin.assign(group, group).members().get("member-00001").activeTasks().isEmpty());
+            install("swap-v2", file);
+            assertFalse(plugin.checkForUpdate(), "the three-member trial group is over max.members=2");
+            assertTrue(plugin.assign(group, group).members().get("member-00001").activeTasks().isEmpty(),
+                "version 1 still answers");
         }
     }
 

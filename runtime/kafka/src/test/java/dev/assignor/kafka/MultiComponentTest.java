@@ -28,7 +28,7 @@ class MultiComponentTest {
     /** One broker config loads three components through three classes, each under its own keys and limits, as the broker would (one configure per class, the same originals). */
     @Test
     void severalComponentsShareOneBrokerConfig() {
-        Map<String, Object> originals = Components.config("balanced",
+        Map<String, Object> originals = Components.config("sample-balanced",
             "group.streams.assignor.wasm.2.path", Components.path("rack-aware"),
             "group.streams.assignor.wasm.2.watch.ms", "0",
             "group.streams.assignor.wasm.billing.path", Components.path("endless-loop"),
@@ -40,7 +40,7 @@ class MultiComponentTest {
             for (WasmTaskAssignor a : entries) {
                 a.configure(originals);
             }
-            assertEquals(List.of("balanced", "rack-aware", "endless-loop"),
+            assertEquals(List.of("sample-balanced", "rack-aware", "endless-loop"),
                 entries.stream().map(TaskAssignor::name).collect(java.util.stream.Collectors.toList()));
             TestGroup group = TestGroup.cold(10, 5, 4, 32, 1);
             assertNull(group.problem(entries.get(0).assign(group, group)));

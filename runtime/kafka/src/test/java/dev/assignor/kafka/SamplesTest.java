@@ -10,7 +10,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class SamplesTest {
     /** Each sample assigns the standard 10- and 100-member groups validly through the plugin, cold and then from its own previous assignment. */
     @ParameterizedTest
-    @ValueSource(strings = {"balanced", "sticky", "rack-aware"})
+    @ValueSource(strings = {"sample-balanced", "sample-sticky", "rack-aware"})
     void samplesAssignValidly(String sample) {
         try (WasmTaskAssignor plugin = Components.plugin(sample)) {
             assertEquals(sample, plugin.name());
@@ -26,7 +26,7 @@ class SamplesTest {
 
     /** Standbys are assigned when asked for: each stateful task gets one, on another member. */
     @ParameterizedTest
-    @ValueSource(strings = {"balanced", "sticky", "rack-aware"})
+    @ValueSource(strings = {"sample-balanced", "sample-sticky", "rack-aware"})
     void samplesPlaceStandbys(String sample) {
         try (WasmTaskAssignor plugin = Components.plugin(sample)) {
             TestGroup group = TestGroup.cold(10, 5, 4, 32, 1);
