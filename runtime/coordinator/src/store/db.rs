@@ -126,7 +126,7 @@ impl RedbLimits {
 /// 6,182; SQLite in WAL mode 4,091 / 5,525–6,822 / 8,453; redb 4,624 / 5,069 / 5,000. Each
 /// engine's own transactions serialise on one writer, so their throughput stops near one commit
 /// per `fsync`; committing everything waiting in one transaction, as this store does, puts many
-/// writes in each. The service bench's figures with this store are in the README.
+/// writes in each. This store's own figures are in the README's storage paragraph.
 ///
 /// # On disk
 ///
