@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use assignor_coordinator::Registry;
 use assignor_coordinator::capture;
 use assignor_coordinator::config::BrokerConfig;
-use assignor_coordinator::store::{DirStore, MemoryStore, Store, StoreError, SyncToken};
+use assignor_coordinator::store::{MemoryStore, RedbStore, Store, StoreError, SyncToken};
 use assignor_coordinator::{
     ASSIGNOR_NAME, ConfigOp, Coordinator, CoordinatorError, ErrorCode, NUM_STANDBY_REPLICAS,
     RACK_AWARE_ASSIGNMENT_TAGS,
@@ -389,7 +389,9 @@ fn failures_keep_the_previous_target() {
 #[test]
 fn state_survives_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = || -> Arc<dyn Store> { Arc::new(DirStore::open(dir.path()).expect("store")) };
+    let open = || -> Arc<dyn Store> {
+        Arc::new(RedbStore::open(dir.path().join("store.redb")).expect("store"))
+    };
     let (mut c, _) = coordinator(&["sticky", "balanced"], &[], open());
     populate(&mut c);
     set(&mut c, ASSIGNOR_NAME, "balanced").expect("valid");
@@ -446,7 +448,7 @@ fn sigkill_keeps_acknowledged_configs_and_targets() {
     let mut acked = (0u32, 0u32);
     for round in 0..10 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_coordinator-writer"))
-            .arg(dir.path())
+            .arg(dir.path().join("store.redb"))
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn coordinator-writer");
@@ -479,7 +481,7 @@ fn sigkill_keeps_acknowledged_configs_and_targets() {
         let (c, _) = coordinator(
             &["sticky", "balanced"],
             &[],
-            Arc::new(DirStore::open(dir.path()).expect("reopen after SIGKILL")),
+            Arc::new(RedbStore::open(dir.path().join("store.redb")).expect("reopen after SIGKILL")),
         );
         let d = c.describe("g").expect("the group survived");
         assert!(
@@ -522,7 +524,9 @@ fn failures_are_captured_and_replay() {
     let mut entries = vec!["sticky"];
     entries.extend(failing.iter().map(|f| f.0));
     let extra = ["invalid=duplicate-active"];
-    let store = || Arc::new(DirStore::open(dir.path()).expect("store")) as Arc<dyn Store>;
+    let store = || {
+        Arc::new(RedbStore::open(dir.path().join("store.redb")).expect("store")) as Arc<dyn Store>
+    };
     let mut errors = Vec::new();
     {
         let (mut c, _) = coordinator(&entries, &extra, store());

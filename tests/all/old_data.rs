@@ -3,9 +3,11 @@
 //! tenant's limit overrides, upload, group config, target, failure and capture; the upload
 //! still assigns; and what this runtime writes back reads again after another restart.
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use assignor_coordinator::store::{RedbStore, Store as _, import};
 use assignor_sdk::capture::Capture;
 use serde_json::{Value, json};
 
@@ -294,8 +296,8 @@ fn assign_again(s: &Service) {
     assert_eq!(target["targetAssignmentEpoch"], 2);
 }
 
-/// Both fixture directories (the log, and the older one-file-per-key store the service
-/// imports) open with everything in them; after changes on this runtime and a restart, the
+/// Both fixture directories (the log, and the older one-file-per-key store, both imported into
+/// the redb store and kept aside) open with everything in them; after changes on this runtime and a restart, the
 /// records it rewrote read back.
 #[test]
 fn old_data_directories_keep_everything() {
@@ -305,13 +307,16 @@ fn old_data_directories_keep_everything() {
         assert_fixture_state(&s);
         assign_again(&s);
         s.stop();
-        if fixture == "dir-store" {
-            assert!(
-                data.join("store.imported").is_dir(),
-                "the old store is kept aside"
-            );
-            assert!(!data.join("store").exists());
-        }
+        let old = if fixture == "dir-store" {
+            "store"
+        } else {
+            "log"
+        };
+        assert!(
+            data.join(format!("{old}.imported")).is_dir(),
+            "{fixture}: the old store is kept aside"
+        );
+        assert!(!data.join(old).exists(), "{fixture}");
 
         let s = Service::start(&data);
         let small = s.get("alpha-token", "/v1/groups/small/assignment");
@@ -326,5 +331,51 @@ fn old_data_directories_keep_everything() {
             "{fixture}"
         );
         s.stop();
+    }
+}
+
+/// Every record in the redb store of the data directory `data`.
+fn stored(data: &Path) -> BTreeMap<String, Vec<u8>> {
+    RedbStore::open(data.join("store.redb"))
+        .expect("the store opens")
+        .load_all()
+        .expect("the store reads")
+        .into_iter()
+        .collect()
+}
+
+/// The import copies every record of each fixture, byte for byte, into the redb store, and is
+/// idempotent: run again over the old directory (as after a crash before it was renamed aside)
+/// it leaves the store as it was, and the service still has everything.
+#[test]
+fn import_is_whole_and_idempotent() {
+    for (fixture, old) in [("log-store", "log"), ("dir-store", "store")] {
+        let (_tmp, data) = copy_of(fixture);
+        let read = if old == "log" {
+            import::read_log
+        } else {
+            import::read_dir
+        };
+        let records = read(&data.join(old)).expect("the fixture reads");
+        assert_eq!(records.len(), 8, "{fixture}: the README's table");
+        let s = Service::start(&data);
+        assert_fixture_state(&s);
+        s.stop();
+        let first = stored(&data);
+        for (key, value) in &records {
+            assert_eq!(first.get(key), Some(value), "{fixture}: {key}");
+        }
+
+        let kept = data.join(format!("{old}.imported"));
+        std::fs::rename(&kept, data.join(old)).expect("put the old store back");
+        let s = Service::start(&data);
+        assert_fixture_state(&s);
+        s.stop();
+        assert!(kept.is_dir(), "{fixture}: kept aside again");
+        assert_eq!(
+            stored(&data),
+            first,
+            "{fixture}: a second import changed the store"
+        );
     }
 }

@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::thread;
 
-use assignor_coordinator::store::{DirStore, LogStore, Store};
 use assignor_service::Service;
 use assignor_service::config::ServiceConfig;
 use assignor_tests::guests;
@@ -716,38 +715,6 @@ fn restart_keeps_uploads_configs_and_targets() {
     assert_eq!(a.get("/v1/groups/orders/assignment"), (200, target.clone()));
     // The target is current: a trigger does not recompute it.
     assert_eq!(a.post("/v1/groups/orders/assign"), (200, target));
-}
-
-/// A data directory written before the log (one `DirStore` file per key in `store/`) is
-/// imported on start: uploads, configs and targets are all there, and the old records are
-/// kept aside in `store.imported/`, never read again.
-#[test]
-fn an_earlier_data_directory_is_imported() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (assignors, described, target) = acknowledged_state(dir.path());
-    // Rewrite the data directory in the earlier layout: the same records, one file each.
-    let log_dir = dir.path().join("log");
-    let records = LogStore::open(&log_dir)
-        .expect("the log opens")
-        .load_all()
-        .expect("loads");
-    assert!(records.len() >= 2, "{records:?}");
-    {
-        let old = DirStore::open(dir.path().join("store")).expect("a DirStore");
-        for (key, value) in &records {
-            old.put(key, value).expect("put");
-        }
-    }
-    std::fs::remove_dir_all(&log_dir).expect("remove the log");
-
-    let server = Server::start(&config(dir.path()));
-    let a = server.client(TOKEN_A);
-    assert_eq!(a.get("/v1/assignors"), assignors);
-    assert_eq!(a.get("/v1/groups/orders"), described);
-    assert_eq!(a.get("/v1/groups/orders/assignment"), (200, target));
-    assert!(!dir.path().join("store").exists(), "store/ renamed");
-    let kept = DirStore::open(dir.path().join("store.imported")).expect("kept aside");
-    assert_eq!(kept.load_all().expect("loads").len(), records.len());
 }
 
 /// A whole-group PUT is one change: however many members and configs it carries, the group

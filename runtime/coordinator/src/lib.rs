@@ -17,9 +17,9 @@
 //!   assignments, and the records it stores them as (`coordinator/records.rs`, versioned
 //!   CBOR owned here, with the older formats read in `records/legacy.rs`).
 //! - [`store`]: durable named blobs for coordinator state — the [`store::Store`] trait (with
-//!   two-phase writes for group commit), the embedded [`store::LogStore`] (one compacted log)
-//!   and [`store::DirStore`] (a locked directory of checksummed files), and
-//!   [`store::MemoryStore`].
+//!   two-phase writes for group commit), the embedded [`store::RedbStore`] (one redb database,
+//!   group commit by one writer thread), [`store::MemoryStore`], and [`store::import`], the
+//!   readers of the two formats the service stored before.
 //! - [`capture`]: captures of failed calls (the SDK's file format) for `assignor replay`.
 //! - [`json`]: the JSON input contract, parsed and checked into the model.
 

@@ -1,48 +1,21 @@
 //! Durable named blobs for the group coordinator's state (group configs, target assignments):
-//! the [`Store`] trait, so a distributed backend can replace the embedded ones; [`LogStore`],
-//! the service's, one append-only compacted log with group commit for thousands of durable
-//! writes per second (its format is on its page); [`DirStore`], one checksummed file per key
-//! in a locked local directory (the service's store before the log, still read to import an
-//! old data directory); and [`MemoryStore`] for tests and embedders that need no durability.
+//! the [`Store`] trait, so a distributed backend can replace the embedded one; [`RedbStore`],
+//! the service's, one [redb](https://www.redb.org) database file with group commit (why redb,
+//! and what was measured, is on its page); [`MemoryStore`] for tests and embedders that need no
+//! durability; and [`import`], readers of the two formats the service wrote before (a log and a
+//! directory of record files), so a data directory from then is imported on its first start.
 //!
 //! The coordinator encodes its values (with postcard) itself; a store only sees bytes.
-//!
-//! # `DirStore` on disk
-//!
-//! - `LOCK`: held with an exclusive `flock` for as long as the store is open, so two processes
-//!   never write one directory. It holds the owner's pid, for the error message only.
-//! - One record file per key, named by a deterministic, injective, filesystem-safe encoding of
-//!   the key: `k-<escaped key>.rec` while that stays short, else
-//!   `h-<SHA-256 of the key, hex>.rec`. The name is only an address: the key itself is inside the
-//!   file, and loading checks that the file is at the name its key maps to.
-//! - `<record name>.<n>.tmp`: a write in progress. Removed on open; ignored by loads.
-//!
-//! A record file is, integers little-endian:
-//!
-//! ```text
-//! magic      8 bytes  "ASTORE\0" then the format version, 1
-//! key_len    u32
-//! value_len  u64
-//! key        key_len bytes, UTF-8
-//! value      value_len bytes
-//! checksum   32 bytes, SHA-256 of everything above
-//! ```
-//!
-//! Its length must be exactly what the header says, so a truncated or torn file is caught by
-//! the length check and anything else damaged by the checksum.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Read as _, Write as _};
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use sha2::{Digest, Sha256};
-
-mod log;
-pub use log::LogStore;
+mod db;
+pub mod import;
+pub use db::{MAX_ENTRY_BYTES, RedbLimits, RedbStore};
 
 /// Named blobs that survive restarts and crashes.
 ///
@@ -71,9 +44,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// durability after releasing it, so concurrent writers share one flush.
     ///
     /// When it returns `Ok` the change is ordered after every earlier write, `put` and
-    /// `delete` of this store and survives a crash of the *process*; until `sync` returns, a
-    /// crash of the *machine* may lose it (the key then holds its old value, never a mix).
-    /// The default writes durably at once.
+    /// `delete` of this store, and a later [`load_all`](Store::load_all) sees it. It is durable
+    /// only once `sync` returns: until then a crash, of the process or of the machine, may lose
+    /// it (the key then holds its old value, never a mix), and then loses every write made after
+    /// it too, so a crash always keeps a prefix of the writes in their order. Callers acknowledge
+    /// a change only after its `sync`. The default writes durably at once.
     fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
         self.put(key, value).map(|()| SyncToken::DURABLE)
     }
@@ -129,17 +104,16 @@ impl SyncToken {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// Another process (or another open store in this one) holds the directory's lock.
+    /// Another process (or another open store in this one) holds the store's lock.
     #[error(
-        "data directory {} is in use by another process{}: its lock {} is held; stop that \
-         process or pick another --data-dir",
-        dir.display(),
-        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
-        dir.join(LOCK_FILE).display()
+        "{} is in use by another process{}: its lock is held; stop that process or pick \
+         another --data-dir",
+        path.display(),
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
     )]
     Locked {
-        /// The data directory.
-        dir: PathBuf,
+        /// The locked file or directory.
+        path: PathBuf,
         /// The pid recorded by the lock's holder, when it could be read.
         holder: Option<u32>,
     },
@@ -187,279 +161,6 @@ pub fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> St
         path,
         source,
     }
-}
-
-const LOCK_FILE: &str = "LOCK";
-const RECORD_SUFFIX: &str = ".rec";
-const TEMP_SUFFIX: &str = ".tmp";
-/// `"ASTORE\0"` and the format version. A new version gets a new byte, so an old binary
-/// reports a newer file as corrupt instead of misreading it.
-const MAGIC: [u8; 8] = *b"ASTORE\0\x01";
-const HEADER_LEN: usize = MAGIC.len() + 4 + 8;
-const CHECKSUM_LEN: usize = 32;
-/// Longest record name that uses the readable escaped form. Filesystems cap a name at 255
-/// bytes; this leaves room for the temp suffix (`.<u64>.tmp`, at most 25 bytes).
-const MAX_READABLE_NAME: usize = 200;
-
-/// The record file name for `key`.
-///
-/// The readable form keeps `a-z`, `0-9` and `-` and writes every other byte as `_xx` (lowercase
-/// hex), so `group/My.App` is `k-group_2f_4dy_2e_41pp.rec`: no `/`, no `.` or `..`, no NUL,
-/// and no upper-case letters, which keeps distinct keys distinct on case-insensitive filesystems.
-/// Keys whose escaped form would be too long are named by their SHA-256 instead; the prefixes
-/// keep the two forms apart.
-fn file_name(key: &str) -> String {
-    let mut name = String::with_capacity(2 + key.len() + RECORD_SUFFIX.len());
-    name.push_str("k-");
-    for &b in key.as_bytes() {
-        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' {
-            name.push(char::from(b));
-        } else {
-            let _ = write!(name, "_{b:02x}");
-        }
-        if name.len() + RECORD_SUFFIX.len() > MAX_READABLE_NAME {
-            return format!("h-{:x}{RECORD_SUFFIX}", Sha256::digest(key.as_bytes()));
-        }
-    }
-    name.push_str(RECORD_SUFFIX);
-    name
-}
-
-fn encode_record(key: &str, value: &[u8]) -> Vec<u8> {
-    let mut record = Vec::with_capacity(HEADER_LEN + key.len() + value.len() + CHECKSUM_LEN);
-    record.extend_from_slice(&MAGIC);
-    let key_len = u32::try_from(key.len()).expect("a group key is far below 4 GiB");
-    record.extend_from_slice(&key_len.to_le_bytes());
-    record.extend_from_slice(&(value.len() as u64).to_le_bytes());
-    record.extend_from_slice(key.as_bytes());
-    record.extend_from_slice(value);
-    let checksum = Sha256::digest(&record);
-    record.extend_from_slice(&checksum);
-    record
-}
-
-/// Parses a record file, or says what is wrong with it.
-fn decode_record(mut record: Vec<u8>) -> Result<(String, Vec<u8>), String> {
-    if record.len() < HEADER_LEN + CHECKSUM_LEN {
-        return Err(format!(
-            "{} bytes, shorter than any record (truncated)",
-            record.len()
-        ));
-    }
-    if record[..MAGIC.len()] != MAGIC {
-        return Err(if record[..MAGIC.len() - 1] == MAGIC[..MAGIC.len() - 1] {
-            format!(
-                "record format version {}, this build reads {}",
-                record[MAGIC.len() - 1],
-                MAGIC[MAGIC.len() - 1]
-            )
-        } else {
-            "not a store record (bad magic)".to_owned()
-        });
-    }
-    let key_len = u32::from_le_bytes(record[8..12].try_into().expect("4 bytes"));
-    let value_len = u64::from_le_bytes(record[12..20].try_into().expect("8 bytes"));
-    // Computed in u128 so a garbage header cannot overflow the sum.
-    let expected = HEADER_LEN as u128 + u128::from(key_len) + u128::from(value_len) + 32;
-    if record.len() as u128 != expected {
-        return Err(format!(
-            "{} bytes where the header says {expected} (truncated or torn)",
-            record.len()
-        ));
-    }
-    let body_len = record.len() - CHECKSUM_LEN;
-    if Sha256::digest(&record[..body_len])[..] != record[body_len..] {
-        return Err("checksum mismatch".to_owned());
-    }
-    // Both lengths fit in usize: their sum is the file's length.
-    let key_end = HEADER_LEN + key_len as usize;
-    record.truncate(body_len);
-    let value = record.split_off(key_end);
-    record.drain(..HEADER_LEN);
-    let key = String::from_utf8(record).map_err(|_| "key is not UTF-8".to_owned())?;
-    Ok((key, value))
-}
-
-/// The embedded store: one checksummed file per key in a local data directory, written
-/// atomically (temp file, `fsync`, rename, directory `fsync`), locked against other processes.
-///
-/// The format is described in the [module docs](self).
-#[derive(Debug)]
-pub struct DirStore {
-    dir: PathBuf,
-    /// Held only for its lock, released when the store is dropped (or the process dies, which
-    /// is what lets a restarted process reopen the directory after a crash).
-    _lock: File,
-    /// Makes temp file names unique among concurrent `put`s to one key.
-    next_temp: AtomicU64,
-}
-
-impl DirStore {
-    /// Opens the data directory `dir`, creating it if missing: takes its lock, then removes
-    /// temp files left by writes that were interrupted.
-    ///
-    /// Fails with [`StoreError::Locked`] if another process (or another open `DirStore`) holds
-    /// the directory.
-    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let dir = dir.as_ref().to_path_buf();
-        let lock = open_locked_dir(&dir)?;
-        let store = Self {
-            dir,
-            _lock: lock,
-            next_temp: AtomicU64::new(0),
-        };
-        store.remove_temp_files()?;
-        Ok(store)
-    }
-
-    /// The data directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Deletes the leftovers of interrupted writes. They are never read: the rename that
-    /// would have committed them did not happen, so the key still holds its old value.
-    fn remove_temp_files(&self) -> Result<(), StoreError> {
-        let mut removed = false;
-        for name in self.file_names()? {
-            if name.ends_with(TEMP_SUFFIX) {
-                let path = self.dir.join(&name);
-                fs::remove_file(&path).map_err(io_err("remove leftover temp file", &path))?;
-                tracing::info!(path = %path.display(), "removed temp file of an interrupted write");
-                removed = true;
-            }
-        }
-        if removed {
-            sync_dir(&self.dir)?;
-        }
-        Ok(())
-    }
-
-    /// The names of the directory's entries; non-UTF-8 names are not ours and are skipped.
-    fn file_names(&self) -> Result<Vec<String>, StoreError> {
-        let read_err = io_err("list", &self.dir);
-        let mut names = Vec::new();
-        for entry in fs::read_dir(&self.dir).map_err(read_err)? {
-            let entry = entry.map_err(io_err("list", &self.dir))?;
-            if let Ok(name) = entry.file_name().into_string() {
-                names.push(name);
-            }
-        }
-        Ok(names)
-    }
-}
-
-impl Store for DirStore {
-    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let mut entries = Vec::new();
-        for name in self.file_names()? {
-            if !name.ends_with(RECORD_SUFFIX) {
-                // `LOCK`, temp files of concurrent writes, an operator's notes: not records.
-                continue;
-            }
-            let path = self.dir.join(&name);
-            let bytes = fs::read(&path).map_err(io_err("read", &path))?;
-            let (key, value) = decode_record(bytes).map_err(|reason| StoreError::Corrupt {
-                path: path.clone(),
-                reason,
-            })?;
-            // A valid record under another key's name (copied or renamed by hand) would make
-            // two files claim one key, or make `put` and `delete` miss it.
-            if file_name(&key) != name {
-                return Err(StoreError::Corrupt {
-                    path,
-                    reason: format!("holds key {key:?}, which belongs in {}", file_name(&key)),
-                });
-            }
-            entries.push((key, value));
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(entries)
-    }
-
-    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let name = file_name(key);
-        let path = self.dir.join(&name);
-        let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
-        let temp = self.dir.join(format!("{name}.{n}{TEMP_SUFFIX}"));
-        let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)
-                .map_err(io_err("create", &temp))?;
-            file.write_all(&encode_record(key, value))
-                .map_err(io_err("write", &temp))?;
-            // The data must be on disk before the rename can be: otherwise a power cut could
-            // leave the new name pointing at an empty or partial file.
-            file.sync_all().map_err(io_err("fsync", &temp))
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&temp);
-            return Err(e);
-        }
-        // rename(2) replaces the target atomically: readers and crashes see old or new.
-        if let Err(e) = fs::rename(&temp, &path) {
-            let _ = fs::remove_file(&temp);
-            return Err(io_err("rename into place", &path)(e));
-        }
-        // The rename is only durable once the directory is.
-        sync_dir(&self.dir)
-    }
-
-    fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let path = self.dir.join(file_name(key));
-        match fs::remove_file(&path) {
-            Ok(()) => sync_dir(&self.dir),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err("delete", &path)(e)),
-        }
-    }
-}
-
-/// Opens the data directory `dir` for a store, creating it if missing, and takes its lock: the
-/// returned `LOCK` file holds an exclusive `flock` until it is dropped (or the process dies, which
-/// is what lets a restarted process reopen the directory after a crash).
-///
-/// Fails with [`StoreError::Locked`] if another process (or another open store in this one)
-/// holds the directory.
-fn open_locked_dir(dir: &Path) -> Result<File, StoreError> {
-    if !dir.is_dir() {
-        fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-        // The new directory's entry in its parent must be durable too, or a crash could
-        // lose the directory with everything later written into it.
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(parent)?;
-        }
-    }
-    let lock_path = dir.join(LOCK_FILE);
-    let mut lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(io_err("open lock file", &lock_path))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let holder = lock
-                .read_to_string(&mut pid)
-                .ok()
-                .and_then(|_| pid.trim().parse().ok());
-            return Err(StoreError::Locked {
-                dir: dir.to_path_buf(),
-                holder,
-            });
-        }
-        Err(TryLockError::Error(e)) => return Err(io_err("lock", &lock_path)(e)),
-    }
-    // Diagnostics only: the pid is not synced and nothing depends on it.
-    lock.set_len(0)
-        .and_then(|()| lock.write_all(std::process::id().to_string().as_bytes()))
-        .map_err(io_err("write lock file", &lock_path))?;
-    Ok(lock)
 }
 
 /// Makes the directory's entries (creations, renames, removals) durable.
@@ -570,232 +271,6 @@ mod tests {
         }
     }
 
-    fn open(dir: &Path) -> DirStore {
-        DirStore::open(dir).expect("open store")
-    }
-
-    /// The one record file in `dir`.
-    fn only_record(dir: &Path) -> PathBuf {
-        let records: Vec<_> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "rec"))
-            .collect();
-        assert_eq!(records.len(), 1, "{records:?}");
-        records.into_iter().next().unwrap()
-    }
-
-    fn corrupt_error(store: &DirStore) -> (PathBuf, String) {
-        match store.load_all() {
-            Err(e @ StoreError::Corrupt { .. }) => {
-                let message = e.to_string();
-                let StoreError::Corrupt { path, .. } = e else {
-                    unreachable!()
-                };
-                (path, message)
-            }
-            other => panic!("expected a corrupt-record error, got {other:?}"),
-        }
-    }
-
-    /// [`contract`] holds for the directory store, which keeps one file per key.
-    #[test]
-    fn directory_store_keeps_the_contract() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        contract::put_overwrite_delete(&store);
-        store.put("group/a", b"first").unwrap();
-        store.put("group/a", b"second").unwrap();
-        only_record(dir.path());
-        contract::reopen_sees_everything(open);
-    }
-
-    /// Awkward keys all round-trip as distinct keys, each as one file directly inside the
-    /// data directory, with a name short enough for any filesystem.
-    #[test]
-    fn awkward_keys_stay_inside_the_directory() {
-        let root = tempfile::tempdir().unwrap();
-        let data = root.path().join("data");
-        let store = open(&data);
-        let long = "x/".repeat(500);
-        let keys = [
-            "",
-            "/",
-            ".",
-            "..",
-            "../../etc/passwd",
-            "group/../../escape",
-            "group/a/b",
-            "Group/A",
-            "group/a",
-            "group/_2f",
-            "gröup/名前/🦀",
-            "LOCK",
-            "x.tmp",
-            "x.rec",
-            "tab\tnewline\n\\back",
-            &long,
-            &format!("{long}!"),
-        ];
-        for (i, key) in keys.iter().enumerate() {
-            store.put(key, &i.to_le_bytes()).unwrap();
-        }
-        let mut expected: Vec<_> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (k.to_string(), i.to_le_bytes().to_vec()))
-            .collect();
-        expected.sort();
-        assert_eq!(store.load_all().unwrap(), expected);
-
-        let root_entries: Vec<_> = fs::read_dir(root.path()).unwrap().collect();
-        assert_eq!(
-            root_entries.len(),
-            1,
-            "only the data directory: {root_entries:?}"
-        );
-        let names: Vec<String> = fs::read_dir(&data)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                assert!(e.file_type().unwrap().is_file(), "{e:?}");
-                e.file_name().into_string().unwrap()
-            })
-            .collect();
-        assert_eq!(
-            names.len(),
-            keys.len() + 1,
-            "one file per key and LOCK: {names:?}"
-        );
-        for name in &names {
-            assert!(name.len() <= MAX_READABLE_NAME, "{name}");
-            assert!(
-                name == LOCK_FILE
-                    || name.bytes().all(|b| b.is_ascii_lowercase()
-                        || b.is_ascii_digit()
-                        || b"-_.".contains(&b)),
-                "{name}"
-            );
-        }
-        for key in keys {
-            store.delete(key).unwrap();
-        }
-        assert_eq!(store.load_all().unwrap(), []);
-    }
-
-    /// Temp files of interrupted writes are removed on open and never read as values.
-    #[test]
-    fn leftover_temp_files_are_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"committed").unwrap();
-        drop(store);
-        let record = only_record(dir.path());
-        let name = record.file_name().unwrap().to_str().unwrap();
-        let torn = dir.path().join(format!("{name}.3.tmp"));
-        fs::write(&torn, b"ASTORE\0\x01 half a rec").unwrap();
-
-        let store = open(dir.path());
-        assert!(!torn.exists(), "leftover temp file removed");
-        assert_eq!(
-            store.load_all().unwrap(),
-            [("group/a".to_owned(), b"committed".to_vec())]
-        );
-    }
-
-    /// A flipped byte anywhere in a record is reported naming the file.
-    #[test]
-    fn flipped_byte_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"some value").unwrap();
-        let record = only_record(dir.path());
-        let clean = fs::read(&record).unwrap();
-        for i in 0..clean.len() {
-            let mut bytes = clean.clone();
-            bytes[i] ^= 0x10;
-            fs::write(&record, &bytes).unwrap();
-            let (path, message) = corrupt_error(&store);
-            assert_eq!(path, record, "byte {i}");
-            assert!(message.contains(&record.display().to_string()), "{message}");
-        }
-        fs::write(&record, &clean).unwrap();
-        assert_eq!(store.load_all().unwrap().len(), 1);
-    }
-
-    /// A truncated record, at any length, is reported naming the file.
-    #[test]
-    fn truncated_record_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"some value").unwrap();
-        let record = only_record(dir.path());
-        let clean = fs::read(&record).unwrap();
-        for len in 0..clean.len() {
-            fs::write(&record, &clean[..len]).unwrap();
-            let (path, message) = corrupt_error(&store);
-            assert_eq!(path, record, "length {len}");
-            assert!(message.contains("truncated"), "{message}");
-        }
-    }
-
-    /// A valid record under another key's file name is reported, not loaded twice.
-    #[test]
-    fn misplaced_record_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path());
-        store.put("group/a", b"a").unwrap();
-        let record = only_record(dir.path());
-        let copy = dir.path().join(file_name("group/b"));
-        fs::copy(&record, &copy).unwrap();
-        let (path, message) = corrupt_error(&store);
-        assert_eq!(path, copy);
-        assert!(message.contains("belongs in"), "{message}");
-    }
-
-    /// A second open of a directory in use fails with a clear error until the first closes.
-    #[test]
-    fn second_open_is_refused_while_locked() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = open(dir.path());
-        let error = DirStore::open(dir.path()).expect_err("locked");
-        let message = error.to_string();
-        let me = std::process::id();
-        assert!(
-            matches!(error, StoreError::Locked { holder: Some(pid), .. } if pid == me),
-            "{error:?}"
-        );
-        assert!(message.contains("in use by another process"), "{message}");
-        assert!(message.contains("--data-dir"), "{message}");
-        assert!(
-            message.contains(&dir.path().display().to_string()),
-            "{message}"
-        );
-        drop(first);
-        open(dir.path());
-    }
-
-    /// Distinct keys get distinct file names, even when they differ only in case or in
-    /// characters the encoding escapes.
-    #[test]
-    fn file_names_are_injective() {
-        let long = "k".repeat(300);
-        let keys = [
-            "a",
-            "A",
-            "_61",
-            "a_",
-            "a.",
-            "a/",
-            "a-",
-            "",
-            &long,
-            &format!("{long}k"),
-        ];
-        let names: std::collections::BTreeSet<_> = keys.iter().map(|k| file_name(k)).collect();
-        assert_eq!(names.len(), keys.len(), "{names:?}");
-    }
-
     /// [`contract`] holds for the memory store, but for durability.
     #[test]
     fn memory_store_keeps_the_contract() {
@@ -806,21 +281,17 @@ mod tests {
     /// caller's thread.
     #[test]
     fn default_sync_then_answers_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let stores: [Box<dyn Store>; 2] =
-            [Box::new(MemoryStore::new()), Box::new(open(dir.path()))];
-        for store in stores {
-            let token = store.put_unsynced("group/a", b"1").unwrap();
-            let (tx, rx) = std::sync::mpsc::channel();
-            store.sync_then(
-                token,
-                Box::new(move |result| {
-                    let _ = tx.send((result, std::thread::current().id()));
-                }),
-            );
-            let (result, on) = rx.try_recv().expect("answered before sync_then returned");
-            result.unwrap();
-            assert_eq!(on, std::thread::current().id(), "{store:?}");
-        }
+        let store = MemoryStore::new();
+        let token = store.put_unsynced("group/a", b"1").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        store.sync_then(
+            token,
+            Box::new(move |result| {
+                let _ = tx.send((result, std::thread::current().id()));
+            }),
+        );
+        let (result, on) = rx.try_recv().expect("answered before sync_then returned");
+        result.unwrap();
+        assert_eq!(on, std::thread::current().id());
     }
 }

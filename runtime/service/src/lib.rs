@@ -4,7 +4,7 @@
 //! Each tenant gets its own [`Runtime`](assignor_sandbox::Runtime) (its fuel, memory and deadline per
 //! call), its own [`Coordinator`](assignor_coordinator::Coordinator) whose registry is the
 //! broker's configured assignors plus the tenant's uploads, and its own namespace
-//! (`tenant/<name>/…`) of the one [`LogStore`]. A tenant sees and selects only the built-ins
+//! (`tenant/<name>/…`) of the one [`RedbStore`]. A tenant sees and selects only the built-ins
 //! and its own assignors and reaches only its own groups; another tenant's resources answer
 //! exactly like missing ones (404), so nothing reveals that they exist.
 //!
@@ -14,8 +14,8 @@
 //! this runtime's, yielding every [`YIELD_FUEL`](assignor_sandbox::YIELD_FUEL) units of fuel so that
 //! calls share them (and moving to lowest-priority threads after
 //! [`FOREGROUND_TIME`](assignor_sandbox::FOREGROUND_TIME) of work), and is awaited without a thread; a commit's flush is awaited without a thread. A tenant's state is
-//! behind an async lock: the trigger's in-memory steps (plan, commit: one buffered append to
-//! the log, whose growth and compaction run on its flusher thread) and reads run on the async
+//! behind an async lock: the trigger's in-memory steps (plan, commit: one write queued for the
+//! store's writer thread, which commits it with the others waiting) and reads run on the async
 //! thread, and a request that finds the lock taken waits without a thread. Assignments and
 //! uploads (load and trial) hold one of the tenant's `max.concurrent.assignments` permits, so
 //! a hostile tenant runs at most that many calls, each for at most its deadline (its
@@ -39,16 +39,16 @@
 //!
 //! # Data directory
 //!
-//! - `log/`: the [`LogStore`]: per tenant, `assignor/<name>` (the uploaded component's
-//!   bytes), the admin's limits, and the coordinator's `group/<id>` and `capture/<id>`
-//!   records. A log, so that concurrent commits share one `fdatasync` (group commit). What
-//!   a tenant keeps there is bounded by its limits: `max.assignors` uploads of at most
-//!   `max.component.bytes`, `max.groups` groups (documents of at most `max.input.bytes`, each
-//!   with at most one failure record, its message cut), `max.captures` captures of at most
-//!   `max.capture.bytes` in all (the oldest dropped first); the log compacts itself to about
-//!   twice what is live.
-//! - `store.imported/`: where a data directory written before the log (one [`DirStore`] file
-//!   per key in `store/`) keeps its old records once they have been imported into the log.
+//! - `store.redb`: the [`RedbStore`], one redb database file: per tenant, `assignor/<name>`
+//!   (the uploaded component's bytes), the admin's limits, and the coordinator's `group/<id>`
+//!   and `capture/<id>` records. Concurrent commits share one durable transaction (group
+//!   commit). What a tenant keeps there is bounded by its limits: `max.assignors` uploads of at
+//!   most `max.component.bytes`, `max.groups` groups (documents of at most `max.input.bytes`,
+//!   each with at most one failure record, its message cut), `max.captures` captures of at most
+//!   `max.capture.bytes` in all (the oldest dropped first).
+//! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
+//!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
+//!   they have been imported (see [`import`](assignor_coordinator::store::import)).
 //! - `cache/`: compiled components by content hash (and engine), so a restart deserializes
 //!   uploads instead of recompiling them. It holds only what is live: an entry goes when no
 //!   tenant's upload (nor the broker's configuration) has its content hash any more, at once
@@ -105,7 +105,7 @@ use tokio::sync::watch;
 use assignor_coordinator::ConfigOp;
 use assignor_coordinator::RegistryError;
 use assignor_coordinator::store::{
-    DirStore, LogStore, Store, StoreError, SyncToken, io_err, sync_dir,
+    RedbStore, Store, StoreError, SyncToken, import, io_err, sync_dir,
 };
 use assignor_protocol::LimitOverrides;
 use assignor_sandbox::SharedDir;
@@ -162,32 +162,45 @@ pub enum StartError {
     },
 }
 
-/// The service's store: the [`LogStore`] in `log/`, with the records of a data directory
-/// written before it (a [`DirStore`] in `store/`) imported once. The import is flushed before
-/// `store/` is renamed to `store.imported/`, so a crash midway simply imports again: the
-/// old records are copied, never changed.
+/// The service's store: the [`RedbStore`] in `store.redb`, with the records of the data
+/// directory's earlier stores imported on the first start that finds them: the directory of
+/// record files in `store/`, then the log in `log/` (newer: its records win). The import is
+/// durable before each old directory is renamed to `<name>.imported/`, so a crash midway
+/// simply imports again: the old records are read, never changed, and put again.
 fn open_store(data_dir: &Path) -> Result<Arc<dyn Store>, StoreError> {
-    let log = LogStore::open(data_dir.join("log"))?;
-    let old = data_dir.join("store");
-    if old.is_dir() {
-        let entries = DirStore::open(&old)?.load_all()?;
-        let mut last = SyncToken::DURABLE;
-        for (key, value) in &entries {
-            last = log.put_unsynced(key, value)?;
+    let store = RedbStore::open(data_dir.join(STORE_FILE))?;
+    let mut imported = Vec::new();
+    for (name, read) in [
+        ("store", import::read_dir as fn(&Path) -> _),
+        ("log", import::read_log),
+    ] {
+        let old = data_dir.join(name);
+        if old.is_dir() {
+            let entries = read(&old)?;
+            let mut last = SyncToken::DURABLE;
+            for (key, value) in &entries {
+                last = store.put_unsynced(key, value)?;
+            }
+            store.sync(last)?;
+            tracing::info!(
+                records = entries.len(),
+                from = %old.display(),
+                "imported an earlier store's records"
+            );
+            imported.push(old);
         }
-        log.sync(last)?;
-        let imported = data_dir.join("store.imported");
-        std::fs::rename(&old, &imported).map_err(io_err("rename imported store", &old))?;
-        sync_dir(data_dir)?;
-        tracing::info!(
-            records = entries.len(),
-            from = %old.display(),
-            kept_in = %imported.display(),
-            "imported the data directory's records into the log"
-        );
     }
-    Ok(Arc::new(log))
+    for old in imported {
+        let kept = old.with_extension("imported");
+        std::fs::rename(&old, &kept).map_err(io_err("rename imported store", &old))?;
+        sync_dir(data_dir)?;
+        tracing::info!(from = %old.display(), kept_in = %kept.display(), "kept the imported store aside");
+    }
+    Ok(Arc::new(store))
 }
+
+/// The store's file in the data directory.
+pub const STORE_FILE: &str = "store.redb";
 
 /// How long a stopping service waits beyond the longest bound of its in-flight work (see
 /// "Stopping" above) before it stops anyway, and how long it then gives the blocking pool's

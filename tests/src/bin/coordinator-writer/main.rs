@@ -1,7 +1,7 @@
 //! Helper of the coordinator crash test (`tests/all/coordinator.rs`): drives a [`Coordinator`]
-//! on a [`DirStore`] until it is killed.
+//! on a [`RedbStore`] until it is killed.
 //!
-//! `coordinator-writer <data-dir>` opens the coordinator (registry `sticky,balanced`), prints
+//! `coordinator-writer <database-file>` opens the coordinator (registry `sticky,balanced`), prints
 //! `start`, then for step `n = 1, 2, …` forever: sets group `g`'s `streams.assignor.name`
 //! (alternately `balanced` and `sticky`) and `streams.num.standby.replicas` (`n % 3`), joins
 //! member `m<n % 40>` on process `p<n % 7>` with rack `r<n>` (a metadata change, so the group
@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
-use assignor_coordinator::store::DirStore;
+use assignor_coordinator::store::RedbStore;
 use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, NUM_STANDBY_REPLICAS};
 use assignor_sandbox::{Limits, Runtime};
 use assignor_sdk::{Member, Subtopology, Topology};
@@ -23,11 +23,11 @@ use assignor_sdk::{Member, Subtopology, Topology};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir: PathBuf = std::env::args_os()
         .nth(1)
-        .ok_or("usage: coordinator-writer <data-dir>")?
+        .ok_or("usage: coordinator-writer <database-file>")?
         .into();
     let config = BrokerConfig::load(None, &["group.streams.assignors=sticky,balanced".into()])?;
     let registry = Registry::build(&Runtime::new(Limits::default())?, &config)?;
-    let mut coordinator = Coordinator::open(registry, &config, Arc::new(DirStore::open(&dir)?))?;
+    let mut coordinator = Coordinator::open(registry, &config, Arc::new(RedbStore::open(&dir)?))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "start")?;
     out.flush()?;
