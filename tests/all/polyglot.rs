@@ -157,8 +157,25 @@ fn component(sample: &Sample) -> &'static str {
     })
 }
 
+/// `<target>/polyglot/cache`, private to this user (`assignor` uses no other): the compiled
+/// components, which [`loaded`] writes and `assignor assign` reads, so each is compiled once
+/// per test run (and not again while it is unchanged).
+fn cache_dir() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = out_dir().join("cache");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// The most [`cache_dir`] keeps: a few versions of both components.
+const CACHE_MAX_BYTES: u64 = 1 << 30;
+
 /// One runtime with `sample`'s [`limits`] and its loaded component, shared by the tests
-/// (a load compiles 6–9 MiB of code: 20–45 s here).
+/// (a load compiles 6–9 MiB of code: 20–45 s here, unless [`cache_dir`] has it).
 fn loaded(sample: &Sample) -> &'static (Runtime, Arc<ComponentAssignor>) {
     static LOADED: [OnceLock<(Runtime, Arc<ComponentAssignor>)>; 2] =
         [OnceLock::new(), OnceLock::new()];
@@ -167,7 +184,11 @@ fn loaded(sample: &Sample) -> &'static (Runtime, Arc<ComponentAssignor>) {
         .position(|s| s.name == sample.name)
         .expect("a listed sample");
     LOADED[slot].get_or_init(|| {
-        let rt = runtime(limits(sample));
+        let rt = Runtime::builder(limits(sample))
+            .cache_dir(cache_dir())
+            .cache_max_bytes(CACHE_MAX_BYTES)
+            .build()
+            .expect("engine configuration is valid");
         let component = Arc::new(load(&rt, component(sample), &[]));
         (rt, component)
     })
@@ -295,8 +316,14 @@ fn passes_assignor_check(sample: &Sample) {
 /// assignment the built-in `balanced` prints for the example group.
 #[test]
 fn assignor_assign_runs_them() {
+    // Loaded (so compiled into the cache the commands read) first: a load runs in this
+    // process, the commands' compiles in children, and the artifacts are the same.
+    for sample in SAMPLES {
+        loaded(sample);
+    }
     let expected = assign_cli(&["--assignor", "balanced"]);
-    // Concurrently: each command spends most of its time compiling on one core.
+    // Concurrently: a command whose component is not in the cache (another engine, say)
+    // spends most of its time compiling on one core.
     std::thread::scope(|scope| {
         for sample in SAMPLES {
             let expected = &expected;
@@ -318,6 +345,8 @@ fn assign_sample(sample: &Sample, expected: &Value) {
         &sample.fuel.to_string(),
         "--compile-timeout-ms",
         &COMPILE_TIMEOUT.as_millis().to_string(),
+        "--cache-dir",
+        cache_dir().to_str().expect("a UTF-8 path"),
     ]);
     assert_eq!(got["assignment"], expected["assignment"], "{}", sample.name);
     assert!(
