@@ -348,7 +348,7 @@ impl EtcdStore {
         let mut queue = self.shared.queue();
         loop {
             if let Some(outage) = &queue.outage {
-                return Err(self.shared.unavailable(outage));
+                return Err(self.shared.outage(outage));
             }
             if queue.stop {
                 return Err(self.shared.refused("the store is closing".into()));
@@ -447,14 +447,29 @@ impl writer::Shared {
         }
     }
 
-    /// The error of a write refused or failed because the cluster does not commit.
+    /// The error of a write whose transaction did not commit in time: it was not
+    /// acknowledged, and it stays queued, so it lands (in order) once the cluster commits.
     fn unavailable(&self, why: &str) -> StoreError {
         StoreError::Backend {
             backend: self.name.clone(),
             source: format!(
-                "the cluster did not commit within {} ms ({why}); nothing was acknowledged that \
-                 is not durable, and writes are refused until a quorum of its members answers \
-                 again: check that a majority of the etcd members are running and reachable",
+                "the cluster did not commit within {} ms ({why}): the write is not \
+                 acknowledged, and is retried in order until a quorum of the etcd members \
+                 answers again; check that a majority of them are running and reachable",
+                self.limits.request_timeout.as_millis()
+            )
+            .into(),
+        }
+    }
+
+    /// The error of a write refused, unwritten, while the cluster does not commit.
+    fn outage(&self, why: &str) -> StoreError {
+        StoreError::Backend {
+            backend: self.name.clone(),
+            source: format!(
+                "writes are refused (nothing was written) until the cluster commits again: it \
+                 did not commit within {} ms ({why}); check that a majority of the etcd \
+                 members (a quorum) are running and reachable",
                 self.limits.request_timeout.as_millis()
             )
             .into(),

@@ -588,7 +588,13 @@ impl Shared {
             backend: self.name.clone(),
             source: why.into(),
         };
-        let unavailable = |why: String| self.unavailable(&why);
+        let unavailable = |why: String| {
+            fail(format!(
+                "the cluster did not answer a read within {} ms ({why}); check that a majority \
+                 of the etcd members (a quorum) are running and reachable",
+                self.limits.request_timeout.as_millis()
+            ))
+        };
         let (inline_prefix, manifest_prefix) = (self.key("v/"), self.key("m/"));
         let (inline, revision) = self
             .scan(&inline_prefix, None, VALUE_PAGE, false, deadline)
