@@ -587,6 +587,38 @@ mod tests {
         assert!(message.contains("is missing"), "{message}");
     }
 
+    /// A burst of unsynced writes at the limits (keys of [`MAX_KEY_BYTES`], values filling a
+    /// transaction, many writes per key) commits in transactions within etcd's request and
+    /// operation limits, each key holding its last value; a key or value over its limit is
+    /// refused before it is queued, naming it.
+    #[test]
+    fn worst_case_writes_stay_within_etcds_limits() {
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let mut last = SyncToken::DURABLE;
+        let mut expected = std::collections::BTreeMap::new();
+        for i in 0..600usize {
+            let key = format!("{:0>width$}", i % 200, width = MAX_KEY_BYTES);
+            let value = vec![i as u8; if i % 3 == 0 { MAX_CHUNK_BYTES } else { 300 }];
+            last = store.put_unsynced(&key, &value).unwrap();
+            expected.insert(key, value);
+        }
+        store.sync(last).unwrap();
+        assert!(store.load_all().unwrap() == expected.into_iter().collect::<Vec<_>>());
+
+        let long_key = "k".repeat(MAX_KEY_BYTES + 1);
+        let message = store.put(&long_key, b"x").unwrap_err().to_string();
+        assert!(message.contains("a key holds at most"), "{message}");
+        let limits = EtcdLimits::new().max_value_bytes(2 << 20);
+        let small = EtcdStore::open_with(&cluster.endpoints(), "small/", limits).unwrap();
+        let message = small
+            .put("tenant/t/group/huge", &vec![0; (2 << 20) + 1])
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("tenant/t/group/huge"), "{message}");
+        assert_eq!(small.shared.queue().written, 0, "nothing queued");
+    }
+
     /// A put stopped between its chunks and its manifest is not visible to another store on
     /// the cluster, whose open removes the orphan chunks; once resumed, its manifest's check
     /// finds them gone, writes them again, and the value is whole.

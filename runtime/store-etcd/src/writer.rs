@@ -28,6 +28,9 @@ const VALUE_PAGE: i64 = 16;
 const KEY_PAGE: i64 = 1024;
 /// The largest response the client decodes: a page of inline values with room to spare.
 const MAX_RESPONSE_BYTES: usize = 32 << 20;
+/// What one write adds to a transaction besides its key and value: two operations' framing,
+/// the inline record's tag and hash (generous: protobuf's own framing is a few bytes).
+const TXN_OP_OVERHEAD: usize = 64;
 /// Tries of a large value's manifest whose chunks a concurrent sweep removed meanwhile.
 const MANIFEST_TRIES: usize = 3;
 /// Pause between two tries of a failed request within its deadline.
@@ -234,17 +237,20 @@ where
 /// its waiters, until the store is dropped.
 async fn run(shared: Arc<Shared>) {
     loop {
-        let (segment, bytes) = {
+        let next = {
             let mut queue = shared.queue();
             if queue.writes.is_empty() {
                 if queue.stop {
                     return;
                 }
-                drop(queue);
-                shared.work.notified().await;
-                continue;
+                None
+            } else {
+                Some(shared.take_segment(&mut queue))
             }
-            shared.take_segment(&mut queue)
+        };
+        let Some((segment, bytes)) = next else {
+            shared.work.notified().await;
+            continue;
         };
         let deadline = Instant::now() + shared.limits.request_timeout;
         let mut committed = shared.commit(&segment, deadline).await;
@@ -302,23 +308,27 @@ impl Shared {
             let value = write.value.expect("a put");
             return (Segment::Large(write.key, value), bytes);
         }
-        let (mut last, mut taken, mut bytes) = (BTreeMap::new(), 0, 0);
+        let (mut last, mut taken, mut bytes, mut request) = (BTreeMap::new(), 0, 0, 0);
         while let Some(write) = queue.writes.front() {
-            let size = write.bytes();
             let large = write
                 .value
                 .as_ref()
                 .is_some_and(|v| v.len() > limits.chunk_bytes);
-            // Each key costs two operations: its form is written and its other form deleted.
-            let fits =
-                (last.len() + 1) * 2 <= limits.max_txn_ops && bytes + size <= limits.max_txn_bytes;
+            // Each key costs two operations (its form is written and its other form deleted),
+            // so it is sent twice, with the prefix, the hash and some framing.
+            let sent = write.value.as_ref().map_or(0, Vec::len)
+                + 2 * (self.prefix.len() + write.key.len())
+                + TXN_OP_OVERHEAD;
+            let fits = (last.len() + 1) * 2 <= limits.max_txn_ops
+                && request + sent <= limits.max_txn_bytes;
             if large || (taken > 0 && !fits) {
                 break;
             }
-            let Write { key, value } = queue.writes.pop_front().expect("a write is queued");
-            last.insert(key, value);
+            let write = queue.writes.pop_front().expect("a write is queued");
+            bytes += write.bytes();
+            request += sent;
+            last.insert(write.key, write.value);
             taken += 1;
-            bytes += size;
         }
         (Segment::Small(last, taken), bytes)
     }
