@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use assignor_coordinator::store::{MemoryStore, RedbStore, Store, Store as _};
+use assignor_coordinator::store::{MemoryStore, RedbStore, Store as _};
 use assignor_store_etcd::EtcdStore;
 use assignor_store_etcd::testing::Cluster;
 

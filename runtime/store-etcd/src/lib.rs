@@ -599,7 +599,7 @@ mod tests {
         let mut expected = std::collections::BTreeMap::new();
         for i in 0..600usize {
             let key = format!("{:0>width$}", i % 200, width = MAX_KEY_BYTES);
-            let value = vec![i as u8; if i % 3 == 0 { MAX_CHUNK_BYTES } else { 300 }];
+            let value = vec![i as u8; if i % 50 == 0 { MAX_CHUNK_BYTES } else { 300 }];
             last = store.put_unsynced(&key, &value).unwrap();
             expected.insert(key, value);
         }

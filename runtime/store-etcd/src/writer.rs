@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use assignor_coordinator::store::StoreError;
 
 use crate::value::{self, Manifest};
-use crate::{Done, EtcdLimits, Queue, Write};
+use crate::{Done, EtcdLimits, Queue};
 
 /// Keys per page when reading inline values (each at most a chunk, 1 MiB): bounds one
 /// response.
