@@ -17,8 +17,10 @@
 //! after a quorum of members has it in its fsynced log. Transactions commit one after the
 //! other in queue order, so the cluster always holds a prefix of the writes.
 //!
-//! A request that fails (a member gone, a leader election) is retried until
-//! [`EtcdLimits::request_timeout`] has passed since the write's transaction was first tried;
+//! A request that fails (a member gone, a leader election) is retried, each try bounded by a
+//! quarter of [`EtcdLimits::request_timeout`] (a request stuck at a member whose leader died is
+//! sent again, to reach the new one; every request retried is idempotent), until the timeout
+//! has passed since the write's transaction was first tried;
 //! past it, every write waiting is answered with an error naming the endpoints (never a false
 //! acknowledgement), and the store *refuses* new writes at once, with the same error, while the
 //! writer keeps retrying the failed transaction in the background. Once it commits (a quorum is
@@ -177,6 +179,12 @@ impl EtcdLimits {
     pub fn parallel_chunks(mut self, chunks: usize) -> Self {
         self.parallel_chunks = chunks.max(1);
         self
+    }
+
+    /// How long one try of a request may take within its deadline: a quarter of
+    /// [`request_timeout`](Self::request_timeout), at least 250 ms.
+    fn try_for(&self) -> Duration {
+        (self.request_timeout / 4).max(Duration::from_millis(250))
     }
 
     /// The most chunks a value may have under these limits.

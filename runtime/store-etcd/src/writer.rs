@@ -188,15 +188,19 @@ async fn connect(
     });
     // The first request tells a cluster that answers from one that does not.
     let probe_key = shared.key("v/");
-    retry_until(Instant::now() + limits.connect_timeout, || {
-        let mut kv = shared.kv.clone();
-        let key = probe_key.clone();
-        async move {
-            kv.get(key, Some(GetOptions::new().with_count_only()))
-                .await
-                .map(drop)
-        }
-    })
+    retry_until(
+        Instant::now() + limits.connect_timeout,
+        limits.try_for(),
+        || {
+            let mut kv = shared.kv.clone();
+            let key = probe_key.clone();
+            async move {
+                kv.get(key, Some(GetOptions::new().with_count_only()))
+                    .await
+                    .map(drop)
+            }
+        },
+    )
     .await
     .map_err(|e| unreachable_message(&limits, &e))?;
     // A crash between a large value's chunks and its manifest leaves unreferenced chunks.
@@ -214,14 +218,22 @@ fn unreachable_message(limits: &EtcdLimits, why: &str) -> String {
     )
 }
 
-/// Runs `attempt` until it succeeds or `deadline` passes, each try bounded by what is left.
-async fn retry_until<T, F, Fut>(deadline: Instant, mut attempt: F) -> Result<T, String>
+/// Runs `attempt` until it succeeds or `deadline` passes, each try bounded by `try_for` (and
+/// what is left): a request stuck at a member whose leader died would otherwise take the whole
+/// deadline, where a new try reaches the new leader. Every request the store retries is
+/// idempotent (puts of the same values, reads, deletes).
+async fn retry_until<T, F, Fut>(
+    deadline: Instant,
+    try_for: Duration,
+    mut attempt: F,
+) -> Result<T, String>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, etcd_client::Error>>,
 {
     loop {
-        let last = match tokio::time::timeout_at(deadline, attempt()).await {
+        let until = deadline.min(Instant::now() + try_for);
+        let last = match tokio::time::timeout_at(until, attempt()).await {
             Ok(Ok(done)) => return Ok(done),
             Ok(Err(e)) => e.to_string(),
             Err(_) => "timed out".to_owned(),
@@ -348,7 +360,7 @@ impl Shared {
                     });
                     ops.push(TxnOp::delete(manifest, None));
                 }
-                let response = retry_until(deadline, || {
+                let response = retry_until(deadline, self.limits.try_for(), || {
                     let mut kv = self.kv.clone();
                     let txn = Txn::new().and_then(ops.clone());
                     async move { kv.txn(txn).await }
@@ -397,7 +409,7 @@ impl Shared {
         for _ in 0..MANIFEST_TRIES {
             futures_util::stream::iter(chunks.iter())
                 .map(|(chunk_key, bytes)| {
-                    retry_until(deadline, move || {
+                    retry_until(deadline, self.limits.try_for(), move || {
                         let mut kv = self.kv.clone();
                         let (chunk_key, bytes) = (chunk_key.clone(), bytes.to_vec());
                         async move { kv.put(chunk_key, bytes, None).await.map(drop) }
@@ -408,7 +420,7 @@ impl Shared {
                 .await?;
             #[cfg(test)]
             self.wait_if_held().await;
-            let response = retry_until(deadline, || {
+            let response = retry_until(deadline, self.limits.try_for(), || {
                 let mut kv = self.kv.clone();
                 let txn = Txn::new().when(compares.clone()).and_then(ops.clone());
                 async move { kv.txn(txn).await }
@@ -515,7 +527,7 @@ impl Shared {
                         .map(|k| TxnOp::delete(k.as_str(), None))
                         .collect::<Vec<_>>(),
                 );
-            let response = retry_until(deadline, || {
+            let response = retry_until(deadline, self.limits.try_for(), || {
                 let (mut kv, txn) = (self.kv.clone(), txn.clone());
                 async move { kv.txn(txn).await }
             })
@@ -553,7 +565,7 @@ impl Shared {
             if keys_only {
                 options = options.with_keys_only();
             }
-            let mut response = retry_until(deadline, || {
+            let mut response = retry_until(deadline, self.limits.try_for(), || {
                 let (mut kv, start, options) = (self.kv.clone(), start.clone(), options.clone());
                 async move { kv.get(start, Some(options)).await }
             })
@@ -639,7 +651,7 @@ impl Shared {
             let mut value = Vec::with_capacity(manifest.total as usize);
             for (i, (hash, len)) in manifest.chunks.iter().enumerate() {
                 let chunk_key = self.chunk_key(hash);
-                let mut response = retry_until(deadline, || {
+                let mut response = retry_until(deadline, self.limits.try_for(), || {
                     let (mut kv, chunk_key) = (self.kv.clone(), chunk_key.clone());
                     async move {
                         kv.get(chunk_key, Some(GetOptions::new().with_revision(revision)))
