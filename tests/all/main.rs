@@ -10,6 +10,7 @@ mod compile_limit;
 mod coordinator;
 mod corpus;
 mod determinism;
+mod etcd;
 mod harness;
 mod host_bounds;
 mod hostile;

@@ -298,6 +298,29 @@ fn sigkill_mid_load_loses_nothing_acknowledged() {
     );
 }
 
+/// On an etcd cluster (`service.store=etcd://…`, one member) instead of the embedded store:
+/// SIGKILLed mid-load, the service restarts (on a new data directory: nothing of the state is
+/// kept there) with every acknowledged upload, config and target.
+#[test]
+fn sigkill_mid_load_on_etcd_loses_nothing_acknowledged() {
+    let cluster = assignor_store_etcd::testing::Cluster::start(1).expect("an etcd cluster");
+    let store = [format!("service.store={}", cluster.url())];
+    let first = tempfile::tempdir().expect("tempdir");
+    let (acked, uploads) = load(
+        Process::start_with(first.path(), &store),
+        0,
+        Process::sigkill,
+    );
+    assert!(
+        acked.values().any(|a| a.epoch > 0),
+        "the load made progress"
+    );
+    let second = tempfile::tempdir().expect("tempdir");
+    let process = Process::start_with(second.path(), &store);
+    check(&process.client(), &acked, &uploads, false);
+    process.sigkill();
+}
+
 /// SIGTERM mid-load stops the service gracefully: requests in flight are answered, it exits
 /// 0, and a restart finds exactly what was acknowledged.
 #[test]

@@ -1,6 +1,7 @@
-//! The coordinator's store (the service's [`RedbStore`]) survives SIGKILL at any point of a
-//! write (issue 4, item 4): a process killed while writing state restarts with every committed
-//! value intact and readable.
+//! What every [`Store`] promises, checked on each (the memory store, [`RedbStore`] and
+//! [`EtcdStore`] on a real one-member cluster); and the service's [`RedbStore`] survives
+//! SIGKILL at any point of a write (issue 4, item 4): a process killed while writing state
+//! restarts with every committed value intact and readable.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Lines};
@@ -8,10 +9,108 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use assignor_coordinator::store::{RedbStore, Store as _};
+use assignor_coordinator::store::{MemoryStore, RedbStore, Store as _};
+use assignor_store_etcd::EtcdStore;
+use assignor_store_etcd::testing::Cluster;
 
 #[path = "../src/bin/store-writer/value.rs"]
 mod value;
+
+/// What every [`Store`] promises, run on each implementation below.
+mod contract {
+    use assignor_coordinator::store::Store;
+
+    fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
+        (key.to_owned(), value.to_vec())
+    }
+
+    /// On an empty `store`: puts come back from `load_all` sorted by key (empty values and
+    /// non-ASCII keys too), a second put replaces the value, and a delete removes the key,
+    /// where deleting a missing key is fine.
+    pub(super) fn put_overwrite_delete(store: &dyn Store) {
+        store.put("group/b", b"").unwrap();
+        store.put("group/a", b"hello").unwrap();
+        store.put("gröup/名前/🦀", b"x").unwrap();
+        assert_eq!(
+            store.load_all().unwrap(),
+            [
+                entry("group/a", b"hello"),
+                entry("group/b", b""),
+                entry("gröup/名前/🦀", b"x")
+            ]
+        );
+        store.put("group/a", b"second, longer").unwrap();
+        assert_eq!(
+            store.load_all().unwrap()[0],
+            entry("group/a", b"second, longer")
+        );
+        store.delete("group/a").unwrap();
+        store.delete("group/a").unwrap();
+        store.delete("never existed").unwrap();
+        store.delete("gröup/名前/🦀").unwrap();
+        assert_eq!(store.load_all().unwrap(), [entry("group/b", b"")]);
+        store.delete("group/b").unwrap();
+        assert_eq!(store.load_all().unwrap(), []);
+    }
+
+    /// A store `open` makes again sees every put, overwrite and delete the dropped one made.
+    pub(super) fn reopen_sees_everything<S: Store>(open: impl Fn() -> S) {
+        let store = open();
+        store.put("group/a", b"1").unwrap();
+        store.put("group/b", &vec![7; 100_000]).unwrap();
+        store.put("group/a", b"one").unwrap();
+        store.put("group/c", b"3").unwrap();
+        store.delete("group/c").unwrap();
+        let before = store.load_all().unwrap();
+        assert_eq!(before.len(), 2);
+        drop(store);
+        assert_eq!(open().load_all().unwrap(), before);
+    }
+
+    /// Writes queued with `put_unsynced` are read by `load_all` in their order, and each
+    /// token's `sync` returns once it is durable.
+    pub(super) fn unsynced_writes_are_read_in_order(store: &dyn Store) {
+        store.put_unsynced("a", b"1").unwrap();
+        let token = store.put_unsynced("a", b"2").unwrap();
+        store.put_unsynced("b", b"3").unwrap();
+        assert_eq!(
+            store.load_all().unwrap(),
+            [entry("a", b"2"), entry("b", b"3")]
+        );
+        store.sync(token).unwrap();
+    }
+}
+
+/// The contract holds for the memory store, but for durability.
+#[test]
+fn memory_store_keeps_the_contract() {
+    contract::put_overwrite_delete(&MemoryStore::new());
+    contract::unsynced_writes_are_read_in_order(&MemoryStore::new());
+}
+
+/// The contract holds for the redb store, which creates its missing (nested) directory.
+#[test]
+fn redb_store_keeps_the_contract() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data").join("nested");
+    let open = |name: &str| RedbStore::open(dir.join(name)).expect("open store");
+    contract::put_overwrite_delete(&open("first.redb"));
+    contract::unsynced_writes_are_read_in_order(&open("second.redb"));
+    contract::reopen_sees_everything(|| open("store.redb"));
+}
+
+/// The contract holds for the etcd store on a real one-member cluster; each part under its own
+/// key prefix, as it expects an empty store.
+#[test]
+fn etcd_store_keeps_the_contract() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let open = |prefix: &str| {
+        EtcdStore::open_with(&cluster.endpoints(), prefix, Default::default()).expect("open")
+    };
+    contract::put_overwrite_delete(&open("first/"));
+    contract::unsynced_writes_are_read_in_order(&open("second/"));
+    contract::reopen_sees_everything(|| open("third/"));
+}
 
 /// A running `store-writer`, killed on drop so a failing test leaves no writer behind.
 struct Writer {

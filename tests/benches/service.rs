@@ -18,6 +18,13 @@
 //! (defaults: 3000 assignments per phase, clients 1, 4 and 16). The data directory is a
 //! temporary directory under `ASSIGNOR_BENCH_DIR` if set (e.g. `/dev/shm`, where `fsync`
 //! costs nothing, to see the service without its disk), else under the system's.
+//!
+//! `ASSIGNOR_BENCH_ETCD=MEMBERS` (1 or 3) keeps the state in an etcd cluster of that many
+//! members instead (`service.store=etcd://…`), which the bench starts on loopback ports with
+//! its data under the system's temporary directory (the data directory then holds only the
+//! compiled cache). Each phase then also prints what etcd did: its WAL fsyncs (one per raft
+//! batch it commits; on three members, every member makes its own) and their mean time, from
+//! the first member's `/metrics`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use assignor_service::Service;
 use assignor_service::config::{ServiceConfig, token_sha256};
+use assignor_store_etcd::testing::Cluster;
 use assignor_tests::guests;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
@@ -215,6 +223,27 @@ fn trigger(addr: SocketAddr, clients: usize, n: usize, phase: usize) -> Vec<Dura
     })
 }
 
+/// The first etcd member's WAL fsyncs so far: their count and total seconds, from its
+/// Prometheus `/metrics`.
+fn wal_fsyncs(cluster: &Cluster) -> (f64, f64) {
+    let url = format!("{}/metrics", cluster.endpoints()[0]);
+    let text = ureq::get(&url)
+        .call()
+        .expect("etcd's metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("a body");
+    let metric = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (
+        metric("etcd_disk_wal_fsync_duration_seconds_count"),
+        metric("etcd_disk_wal_fsync_duration_seconds_sum"),
+    )
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -238,9 +267,19 @@ fn main() {
         None => tempfile::tempdir(),
     }
     .expect("a temporary data directory");
+    let etcd = std::env::var("ASSIGNOR_BENCH_ETCD").ok().map(|members| {
+        let members = members
+            .parse()
+            .expect("ASSIGNOR_BENCH_ETCD=MEMBERS, e.g. 1 or 3");
+        Cluster::start(members).expect("an etcd cluster")
+    });
+    let store = etcd
+        .as_ref()
+        .map_or_else(|| "embedded".to_owned(), Cluster::url);
     let config = ServiceConfig::load(
         None,
         &[
+            format!("service.store={store}"),
             "group.streams.assignors=sticky".into(),
             format!("service.data.dir={}", dir.path().display()),
             "service.tenants=bench".into(),
@@ -267,7 +306,7 @@ fn main() {
     let report: Value = serde_json::from_str(&report).expect("JSON");
     println!(
         "service load bench: {cores} cores, sandboxed sticky ({NAME}) trial fuel {}, group gen.py \
-         10 5 4 32 1 7, data in {}",
+         10 5 4 32 1 7, data in {}, store {store}",
         report["trial"]["fuel"],
         dir.path().display()
     );
@@ -291,6 +330,7 @@ fn main() {
         });
         let setup_time = start.elapsed();
         let load_before = load_average();
+        let fsyncs_before = etcd.as_ref().map(wal_fsyncs);
         let cpu_before = cpu_seconds();
         let start = Instant::now();
         let mut latencies = trigger(addr, clients, per_phase, phase);
@@ -313,6 +353,17 @@ fn main() {
             load_average(),
             setup_time.as_secs_f64(),
         );
+        if let (Some(cluster), Some((count, seconds))) = (&etcd, fsyncs_before) {
+            let (count_after, seconds_after) = wal_fsyncs(cluster);
+            let (fsyncs, spent) = (count_after - count, seconds_after - seconds);
+            println!(
+                "      etcd (first member): {fsyncs:.0} WAL fsyncs, {:.2} per assignment, mean \
+                 {:.2} ms, {:.0} % of the phase's time",
+                fsyncs / per_phase as f64,
+                spent * 1e3 / fsyncs.max(1.0),
+                spent * 100.0 / elapsed.as_secs_f64()
+            );
+        }
     }
     drop(dir);
 }

@@ -214,69 +214,6 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
 
-    /// What every [`Store`] promises, checked on each implementation by its own tests.
-    pub(super) mod contract {
-        use std::path::Path;
-
-        use super::super::Store;
-
-        fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
-            (key.to_owned(), value.to_vec())
-        }
-
-        /// On an empty `store`: puts come back from `load_all` sorted by key (empty values and
-        /// non-ASCII keys too), a second put replaces the value, and a delete removes the key,
-        /// where deleting a missing key is fine.
-        pub(in crate::store) fn put_overwrite_delete(store: &dyn Store) {
-            store.put("group/b", b"").unwrap();
-            store.put("group/a", b"hello").unwrap();
-            store.put("gröup/名前/🦀", b"x").unwrap();
-            assert_eq!(
-                store.load_all().unwrap(),
-                [
-                    entry("group/a", b"hello"),
-                    entry("group/b", b""),
-                    entry("gröup/名前/🦀", b"x")
-                ]
-            );
-            store.put("group/a", b"second, longer").unwrap();
-            assert_eq!(
-                store.load_all().unwrap()[0],
-                entry("group/a", b"second, longer")
-            );
-            store.delete("group/a").unwrap();
-            store.delete("group/a").unwrap();
-            store.delete("never existed").unwrap();
-            store.delete("gröup/名前/🦀").unwrap();
-            assert_eq!(store.load_all().unwrap(), [entry("group/b", b"")]);
-            store.delete("group/b").unwrap();
-            assert_eq!(store.load_all().unwrap(), []);
-        }
-
-        /// `open` creates a missing (nested) directory, and a store it opens again on that
-        /// directory sees every put, overwrite and delete the dropped one made.
-        pub(in crate::store) fn reopen_sees_everything<S: Store>(open: impl Fn(&Path) -> S) {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("data").join("nested");
-            let store = open(&dir);
-            store.put("group/a", b"1").unwrap();
-            store.put("group/b", &vec![7; 100_000]).unwrap();
-            store.put("group/a", b"one").unwrap();
-            store.put("group/c", b"3").unwrap();
-            store.delete("group/c").unwrap();
-            let before = store.load_all().unwrap();
-            assert_eq!(before.len(), 2);
-            drop(store);
-            assert_eq!(open(&dir).load_all().unwrap(), before);
-        }
-    }
-
-    /// [`contract`] holds for the memory store, but for durability.
-    #[test]
-    fn memory_store_keeps_the_contract() {
-        contract::put_overwrite_delete(&MemoryStore::new());
-    }
-
     /// The provided `sync_then` calls `done` with `sync`'s result before it returns, on the
     /// caller's thread.
     #[test]

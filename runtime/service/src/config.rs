@@ -21,6 +21,9 @@ use assignor_sandbox::{
 pub const LISTEN: &str = "service.listen";
 /// `service.data.dir`: where uploads, groups and the compiled cache are kept.
 pub const DATA_DIR: &str = "service.data.dir";
+/// `service.store`: where the service keeps its state: `embedded` (the default: a redb
+/// database in the data directory) or an etcd cluster, `etcd://HOST:PORT[,HOST:PORT…]`.
+pub const STORE: &str = "service.store";
 /// `service.admin.token.sha256`: SHA-256 (hex) of the admin token; unset means no admin.
 pub const ADMIN_TOKEN_SHA256: &str = "service.admin.token.sha256";
 /// `service.tenants`: the tenant names, comma-separated.
@@ -214,13 +217,51 @@ pub struct TenantConfig {
     pub limits: TenantLimits,
 }
 
+/// Where the service keeps its state ([`STORE`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreConfig {
+    /// The embedded [`RedbStore`](assignor_coordinator::store::RedbStore), `store.redb` in
+    /// the data directory: one machine, no other process.
+    Embedded,
+    /// An etcd cluster ([`EtcdStore`](assignor_store_etcd::EtcdStore)): its members' client
+    /// endpoints, `http://host:port`.
+    Etcd {
+        /// One per member listed.
+        endpoints: Vec<String>,
+    },
+}
+
+impl StoreConfig {
+    /// Parses a [`STORE`] value: `embedded`, or `etcd://HOST:PORT[,HOST:PORT…]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text == "embedded" {
+            Ok(Self::Embedded)
+        } else if text.starts_with("etcd://") {
+            assignor_store_etcd::parse_url(text)
+                .map(|endpoints| Self::Etcd { endpoints })
+                .map_err(|e| e.to_string())
+        } else {
+            Err(
+                "expected `embedded` (the default: redb in the data directory) or \
+                 etcd://HOST:PORT[,HOST:PORT...]"
+                    .into(),
+            )
+        }
+    }
+}
+
 /// The whole service configuration.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
     /// [`LISTEN`].
     pub listen: SocketAddr,
-    /// [`DATA_DIR`].
+    /// [`DATA_DIR`]: the compiled cache, and the embedded store unless [`STORE`] names
+    /// another.
     pub data_dir: PathBuf,
+    /// [`STORE`].
+    pub store: StoreConfig,
     /// [`ADMIN_TOKEN_SHA256`].
     pub admin_token_sha256: Option<[u8; 32]>,
     /// [`TENANTS`] with their keys, in the listed order.
@@ -294,6 +335,10 @@ impl ServiceConfig {
             )
         })?;
         let data_dir = PathBuf::from(get(DATA_DIR).unwrap_or(DEFAULT_DATA_DIR));
+        let store = get(STORE)
+            .map(|v| StoreConfig::parse(v).map_err(|m| value_err(STORE, v, m)))
+            .transpose()?
+            .unwrap_or(StoreConfig::Embedded);
         let admin_token_sha256 = get(ADMIN_TOKEN_SHA256)
             .map(|v| parse_hash(v).map_err(|m| value_err(ADMIN_TOKEN_SHA256, v, m)))
             .transpose()?;
@@ -411,6 +456,7 @@ impl ServiceConfig {
         Ok(Self {
             listen,
             data_dir,
+            store,
             admin_token_sha256,
             tenants,
             broker,
@@ -443,6 +489,44 @@ fn parse_hash(text: &str) -> Result<[u8; 32], String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `service.store` defaults to the embedded store, takes an etcd URL's members, and
+    /// refuses a wrong URL or kind with an error naming the key, the value and the right form.
+    #[test]
+    fn store_is_embedded_or_an_etcd_url() {
+        let store = |keys: &[&str]| {
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            ServiceConfig::demo(&keys).map(|c| c.store)
+        };
+        assert_eq!(store(&[]).unwrap(), StoreConfig::Embedded);
+        assert_eq!(
+            store(&["service.store=embedded"]).unwrap(),
+            StoreConfig::Embedded
+        );
+        assert_eq!(
+            store(&["service.store=etcd://127.0.0.1:2379,127.0.0.1:22379"]).unwrap(),
+            StoreConfig::Etcd {
+                endpoints: vec![
+                    "http://127.0.0.1:2379".into(),
+                    "http://127.0.0.1:22379".into()
+                ]
+            }
+        );
+        for (value, says) in [
+            ("redis://127.0.0.1:6379", "expected `embedded`"),
+            ("etcd://127.0.0.1", "has no :PORT"),
+            ("etcd://127.0.0.1:2379,", "has no :PORT"),
+            ("etcd://", "names no member"),
+        ] {
+            let message = store(&[&format!("service.store={value}")])
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains("service.store"), "{message}");
+            assert!(message.contains(value), "{message}");
+            assert!(message.contains(says), "{value}: {message}");
+            assert!(message.contains("etcd://HOST:PORT"), "{message}");
+        }
+    }
 
     /// The embedded demo has one tenant whose hash matches the documented token, and no
     /// `service.*` key reaches the broker originals handed to components.

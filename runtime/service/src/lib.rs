@@ -46,6 +46,9 @@
 //!   most `max.component.bytes`, `max.groups` groups (documents of at most `max.input.bytes`,
 //!   each with at most one failure record, its message cut), `max.captures` captures of at most
 //!   `max.capture.bytes` in all (the oldest dropped first).
+//!
+//!   With `service.store=etcd://…` the same keys live in an etcd cluster instead
+//!   ([`EtcdStore`]), and `store.redb` is not used.
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
 //!   they have been imported (see [`import`](assignor_coordinator::store::import)).
@@ -109,8 +112,9 @@ use assignor_coordinator::store::{
 };
 use assignor_protocol::LimitOverrides;
 use assignor_sandbox::SharedDir;
+use assignor_store_etcd::EtcdStore;
 
-use self::config::ServiceConfig;
+use self::config::{ServiceConfig, StoreConfig};
 use self::metrics::Metrics;
 use self::tenant::Tenant;
 
@@ -233,7 +237,10 @@ impl Service {
     /// the tenant's stored uploads and groups; then sweeps the compiled cache of whatever
     /// none of them uses.
     pub fn open(config: &ServiceConfig) -> Result<Self, StartError> {
-        let store = open_store(&config.data_dir)?;
+        let store = match &config.store {
+            StoreConfig::Embedded => open_store(&config.data_dir)?,
+            StoreConfig::Etcd { endpoints } => Arc::new(EtcdStore::open(endpoints)?),
+        };
         let cache = SharedDir::new(config.data_dir.join("cache"));
         let tenants = config
             .tenants

@@ -568,7 +568,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::store::tests::contract;
 
     fn open(dir: &Path) -> RedbStore {
         RedbStore::open(dir.join("store.redb")).expect("open store")
@@ -580,14 +579,6 @@ mod tests {
 
     fn entry(key: &str, value: &[u8]) -> (String, Vec<u8>) {
         (key.to_owned(), value.to_vec())
-    }
-
-    /// [`contract`](crate::store::tests::contract) holds for the redb store.
-    #[test]
-    fn redb_store_keeps_the_contract() {
-        let dir = tempfile::tempdir().unwrap();
-        contract::put_overwrite_delete(&open(dir.path()));
-        contract::reopen_sees_everything(open);
     }
 
     /// A write made with `put_unsynced` is seen by `load_all` at once, in order with the writes

@@ -28,7 +28,7 @@ use assignor_sandbox::{
     DEFAULT_WASM_STACK_BYTES, Limits, Runtime, TaskAssignorError,
 };
 use assignor_service::Service;
-use assignor_service::config::{self as service_config, ServiceConfig};
+use assignor_service::config::{self as service_config, ServiceConfig, StoreConfig};
 use clap::{Args, Parser, Subcommand};
 
 mod check;
@@ -177,6 +177,10 @@ struct ServeArgs {
     /// The address to listen on, IP:PORT; overrides `service.listen`.
     #[arg(long)]
     listen: Option<String>,
+    /// Where state is kept: `embedded` (default: redb in the data directory) or an etcd
+    /// cluster, etcd://HOST:PORT[,HOST:PORT...]; overrides `service.store`.
+    #[arg(long)]
+    store: Option<String>,
 }
 
 #[derive(Args)]
@@ -545,6 +549,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(listen) = &args.listen {
         overrides.push(format!("{}={listen}", service_config::LISTEN));
     }
+    if let Some(store) = &args.store {
+        overrides.push(format!("{}={store}", service_config::STORE));
+    }
     let demo = args.broker.config.is_none();
     let mut config = match &args.broker.config {
         Some(file) => ServiceConfig::load(Some(file), &overrides)?,
@@ -555,10 +562,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let listener = std::net::TcpListener::bind(config.listen)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
+    let state = match &config.store {
+        StoreConfig::Etcd { endpoints } => format!(
+            "state in etcd {}, compiled cache in {}",
+            endpoints.join(","),
+            config.data_dir.display()
+        ),
+        _ => format!("data in {}", config.data_dir.display()),
+    };
     eprintln!(
-        "assignor service listening on http://{addr} (data in {}, {} tenant(s)); Ctrl-C or \
+        "assignor service listening on http://{addr} ({state}, {} tenant(s)); Ctrl-C or \
          SIGTERM stops it, finishing requests in flight",
-        config.data_dir.display(),
         config.tenants.len()
     );
     if demo {

@@ -1,0 +1,694 @@
+//! [`EtcdStore`]: the coordinator's [`Store`] on an etcd cluster (v3 API), so that state
+//! survives the loss of a machine, and (next) several service replicas can share it.
+//!
+//! The [`Store`] trait is synchronous and the service calls it from its tokio worker threads,
+//! where blocking on another runtime would panic or starve them. So the etcd client lives on a
+//! thread of the store's own, in a current-thread tokio runtime: writes are queued for it in
+//! memory (bounded in bytes, like [`RedbStore`](assignor_coordinator::store::RedbStore)'s) and
+//! reads are tasks spawned on it whose answer the caller waits for on a channel. The
+//! coordinator stays free of tokio and of the network.
+//!
+//! # Writes, group commit and failure
+//!
+//! [`put_unsynced`](Store::put_unsynced) queues the write and returns; the writer task takes
+//! every write queued into one etcd transaction (up to [`EtcdLimits::max_txn_ops`] operations
+//! and [`EtcdLimits::max_txn_bytes`] bytes), so a burst of commits costs a few raft commits,
+//! not one each; a write is durable once its transaction is acknowledged, which etcd does
+//! after a quorum of members has it in its fsynced log. Transactions commit one after the
+//! other in queue order, so the cluster always holds a prefix of the writes.
+//!
+//! A request that fails (a member gone, a leader election) is retried, each try bounded by a
+//! quarter of [`EtcdLimits::request_timeout`] (a request stuck at a member whose leader died is
+//! sent again, to reach the new one; every request retried is idempotent), until the timeout
+//! has passed since the write's transaction was first tried;
+//! past it, every write waiting is answered with an error naming the endpoints (never a false
+//! acknowledgement), and the store *refuses* new writes at once, with the same error, while the
+//! writer keeps retrying the failed transaction in the background. Once it commits (a quorum is
+//! back), the store accepts writes again: the writes that were refused changed nothing (the
+//! coordinator changes its memory only once a write is queued), and those that were queued
+//! before the failure land in their order, so etcd again matches what the service holds.
+//!
+//! # Layout
+//!
+//! Under a prefix (default [`DEFAULT_PREFIX`]), per key of the store:
+//!
+//! - `<prefix>v/<key>`: a value of at most [`EtcdLimits::chunk_bytes`], inline: one tag byte,
+//!   its SHA-256, the value.
+//! - `<prefix>m/<key>`: a larger value's manifest: a tag byte, its length, and the SHA-256 and
+//!   length of each of its chunks, in order.
+//! - `<prefix>c/<sha256 hex>`: a chunk, addressed by its content (so identical uploads share
+//!   them).
+//!
+//! A key is in `v/` or in `m/`, never both: a transaction that writes one deletes the other.
+//! Store keys begin `tenant/<name>/`, so each tenant's records are one prefix scan of `v/` and
+//! one of `m/`. A large value's chunks are written first (in parallel), then its manifest in a
+//! transaction that checks each chunk still exists: a writer that dies between the two leaves
+//! only chunks, which no key shows, and a manifest never names a missing chunk. Chunks that no
+//! manifest references are removed after a transaction replaced or deleted a manifest, and when
+//! the store opens (for those a crash left): the sweep reads the manifests at one revision and
+//! deletes in a transaction conditioned on no manifest having changed since, so a chunk that a
+//! concurrent writer has just made referenced is never removed.
+//!
+//! Every value read back is checked: an inline value against its hash, a manifest's lengths,
+//! each chunk against its address and length; a failed check is an error naming the key.
+//!
+//! # Modules
+//!
+//! - `value`: the inline record and manifest formats and their checks.
+//! - `writer`: the client thread: the write queue, transactions, retries, the sweep, reads.
+//! - [`testing`] (feature `testing`): an etcd cluster of child processes for tests.
+
+#![deny(missing_docs)]
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use assignor_coordinator::store::{Store, StoreError, SyncToken};
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+mod value;
+mod writer;
+
+/// The prefix of every key the store writes, unless [`EtcdStore::open_with`] is given another.
+pub const DEFAULT_PREFIX: &str = "assignor/";
+
+/// The largest chunk [`EtcdLimits::chunk_bytes`] accepts: 1 MiB, so a chunk's put (or an
+/// inline value's) with its key and framing stays under etcd's default request limit of
+/// 1.5 MiB (`--max-request-bytes`).
+pub const MAX_CHUNK_BYTES: usize = 1 << 20;
+
+/// The longest key the store accepts: 8 KiB (the service's are a tenant, a kind and an id of at
+/// most 1 KiB).
+pub const MAX_KEY_BYTES: usize = 8 << 10;
+
+/// etcd's default of `--max-txn-ops`: the most operations (and compares) one transaction
+/// may hold.
+const ETCD_MAX_TXN_OPS: usize = 128;
+
+/// Bounds on what an [`EtcdStore`] sends, holds and waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EtcdLimits {
+    request_timeout: Duration,
+    connect_timeout: Duration,
+    chunk_bytes: usize,
+    max_value_bytes: usize,
+    max_queued_bytes: usize,
+    max_txn_bytes: usize,
+    max_txn_ops: usize,
+    parallel_chunks: usize,
+}
+
+impl Default for EtcdLimits {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            chunk_bytes: MAX_CHUNK_BYTES,
+            max_value_bytes: 96 << 20,
+            max_queued_bytes: 64 << 20,
+            max_txn_bytes: 1 << 20,
+            max_txn_ops: ETCD_MAX_TXN_OPS,
+            parallel_chunks: 4,
+        }
+    }
+}
+
+impl EtcdLimits {
+    /// The defaults: 5 s per write or read, 2 s to connect, 1 MiB chunks, values up to 96 MiB,
+    /// 64 MiB queued, transactions of at most 1 MiB and 128 operations, 4 chunks in flight.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How long a write's transaction (retries included) or a read may take before it fails
+    /// with an error naming the endpoints; default 5 s. A cluster that has lost its quorum
+    /// answers nothing, so this is how long a write waits before it is refused.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long opening the store waits for the cluster to answer; default 2 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Values longer than this are chunked, in chunks of this size; default and at most
+    /// [`MAX_CHUNK_BYTES`], at least 1 KiB.
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.chunk_bytes = bytes.clamp(1 << 10, MAX_CHUNK_BYTES);
+        self
+    }
+
+    /// The longest value a put accepts (and a manifest read back may announce); default
+    /// 96 MiB, above the service's largest per-value limit (a group document, 64 MiB). At most
+    /// 126 chunks ([`open_with`](EtcdStore::open_with) refuses more), since a manifest's
+    /// transaction checks each of its chunks and etcd allows 128 compares.
+    pub fn max_value_bytes(mut self, bytes: usize) -> Self {
+        self.max_value_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of writes waiting for the writer; default 64 MiB. A write that would
+    /// pass it waits until a transaction has made room (a single larger write goes alone).
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of inline values one transaction carries; default 1 MiB, at most
+    /// [`MAX_CHUNK_BYTES`] (etcd refuses a request over 1.5 MiB).
+    pub fn max_txn_bytes(mut self, bytes: usize) -> Self {
+        self.max_txn_bytes = bytes.clamp(1, MAX_CHUNK_BYTES);
+        self
+    }
+
+    /// The most operations one transaction holds; default 128 (etcd's default
+    /// `--max-txn-ops`), at least 2 (a write is two: it clears the key's other form).
+    pub fn max_txn_ops(mut self, ops: usize) -> Self {
+        self.max_txn_ops = ops.max(2);
+        self
+    }
+
+    /// How many chunks of a large value are written at once; default 4, at least 1.
+    pub fn parallel_chunks(mut self, chunks: usize) -> Self {
+        self.parallel_chunks = chunks.max(1);
+        self
+    }
+
+    /// How long one try of a request may take within its deadline: a quarter of
+    /// [`request_timeout`](Self::request_timeout), at least 250 ms.
+    fn try_for(&self) -> Duration {
+        (self.request_timeout / 4).max(Duration::from_millis(250))
+    }
+
+    /// The most chunks a value may have under these limits.
+    fn max_chunks(&self) -> usize {
+        self.max_value_bytes.div_ceil(self.chunk_bytes)
+    }
+
+    /// The most chunks a value may have: a manifest's transaction compares each chunk's
+    /// existence, and etcd allows [`ETCD_MAX_TXN_OPS`] compares.
+    const MAX_CHUNKS: usize = ETCD_MAX_TXN_OPS - 2;
+}
+
+/// Why an etcd URL (`etcd://host:port[,host:port…]`) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{url:?} is not an etcd URL: {reason}; write etcd://HOST:PORT[,HOST:PORT...], e.g. \
+     etcd://127.0.0.1:2379,127.0.0.1:22379"
+)]
+pub struct UrlError {
+    /// The URL as given.
+    pub url: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// The client endpoints (`http://host:port`) of an `etcd://host:port[,host:port…]` URL.
+pub fn parse_url(url: &str) -> Result<Vec<String>, UrlError> {
+    let refuse = |reason: String| UrlError {
+        url: url.to_owned(),
+        reason,
+    };
+    let rest = url
+        .strip_prefix("etcd://")
+        .ok_or_else(|| refuse("it does not start with etcd://".into()))?;
+    if rest.is_empty() {
+        return Err(refuse("it names no member".into()));
+    }
+    let mut endpoints = Vec::new();
+    for member in rest.split(',') {
+        let (host, port) = member
+            .rsplit_once(':')
+            .ok_or_else(|| refuse(format!("member {member:?} has no :PORT")))?;
+        let host_ok = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-.[]:".contains(&b));
+        if !host_ok {
+            return Err(refuse(format!(
+                "member {member:?} has no valid host (a name, an IPv4 address or a bracketed \
+                 IPv6 address)"
+            )));
+        }
+        match port.parse::<u16>() {
+            Ok(p) if p > 0 => {}
+            _ => {
+                return Err(refuse(format!(
+                    "member {member:?} has no valid port (1 to 65535)"
+                )));
+            }
+        }
+        endpoints.push(format!("http://{host}:{port}"));
+    }
+    if endpoints.len() > 64 {
+        return Err(refuse(format!(
+            "{} members listed; at most 64",
+            endpoints.len()
+        )));
+    }
+    Ok(endpoints)
+}
+
+/// A [`Store::sync_then`] callback.
+type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// The store on an etcd cluster. See the crate documentation for its layout and its behaviour
+/// when the cluster fails.
+pub struct EtcdStore {
+    shared: Arc<writer::Shared>,
+    /// The client thread, joined when the store is dropped.
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A queued put (with its value) or delete (without).
+struct Write {
+    key: String,
+    value: Option<Vec<u8>>,
+}
+
+impl Write {
+    fn bytes(&self) -> usize {
+        self.key.len() + self.value.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// The writer's work and what it has done, behind [`writer::Shared::queue`].
+#[derive(Default)]
+struct Queue {
+    /// Writes not yet taken by the writer, in the order they were made.
+    writes: VecDeque<Write>,
+    /// The bytes of `writes` and of the batch being committed.
+    bytes: usize,
+    /// The sequence number of the last write queued.
+    written: u64,
+    /// Writes up to this sequence number are committed.
+    durable: u64,
+    /// Writes up to this sequence number were answered with an error (their transaction timed
+    /// out); a later commit may still land them, which `durable` then says.
+    failed: u64,
+    /// [`sync_then`](Store::sync_then) callers to answer: each waiter's token and callback.
+    waiters: Vec<(u64, Done)>,
+    /// While the cluster fails to commit: why. New writes are refused until a commit succeeds.
+    outage: Option<String>,
+    /// Set when the store is dropped: commit what is queued (unless the cluster is down),
+    /// then exit.
+    stop: bool,
+}
+
+impl EtcdStore {
+    /// Connects to the cluster at `endpoints` (`http://host:port`, e.g. from [`parse_url`])
+    /// under [`DEFAULT_PREFIX`] with the default [`EtcdLimits`]. See
+    /// [`open_with`](Self::open_with).
+    pub fn open(endpoints: &[String]) -> Result<Self, StoreError> {
+        Self::open_with(endpoints, DEFAULT_PREFIX, EtcdLimits::default())
+    }
+
+    /// Connects to the cluster at `endpoints`, checks that it answers within
+    /// [`EtcdLimits::connect_timeout`], removes chunks no manifest references (a crash's
+    /// leftovers), and starts the client thread. Keys are written under `prefix`.
+    pub fn open_with(
+        endpoints: &[String],
+        prefix: &str,
+        limits: EtcdLimits,
+    ) -> Result<Self, StoreError> {
+        let (shared, thread) = writer::start(endpoints, prefix, limits)?;
+        tracing::info!(backend = %shared.name, "opened the etcd store");
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The backend's name in errors and logs: `etcd` and the endpoints.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Queues `write` for the writer and returns its token, after waiting for room.
+    fn enqueue(&self, write: Write) -> Result<SyncToken, StoreError> {
+        let limits = &self.shared.limits;
+        if write.key.len() > MAX_KEY_BYTES {
+            return Err(self.shared.refused(format!(
+                "a key holds at most {MAX_KEY_BYTES} bytes, and {:.64?}… is {} bytes",
+                write.key,
+                write.key.len()
+            )));
+        }
+        if let Some(value) = &write.value
+            && value.len() > limits.max_value_bytes
+        {
+            return Err(self.shared.refused(format!(
+                "a value holds at most {} bytes (EtcdLimits::max_value_bytes), and key {:?}'s \
+                 is {} bytes",
+                limits.max_value_bytes,
+                write.key,
+                value.len()
+            )));
+        }
+        let size = write.bytes();
+        let mut queue = self.shared.queue();
+        loop {
+            if let Some(outage) = &queue.outage {
+                return Err(self.shared.outage(outage));
+            }
+            if queue.stop {
+                return Err(self.shared.refused("the store is closing".into()));
+            }
+            if queue.bytes == 0 || queue.bytes + size <= limits.max_queued_bytes {
+                break;
+            }
+            queue = self
+                .shared
+                .committed
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        queue.bytes += size;
+        queue.writes.push_back(write);
+        queue.written += 1;
+        let token = SyncToken::new(queue.written);
+        drop(queue);
+        self.shared.work.notify_one();
+        Ok(token)
+    }
+}
+
+impl Store for EtcdStore {
+    fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        // Every write made before this call is committed (or has failed) once this returns.
+        let written = self.shared.queue().written;
+        self.sync(SyncToken::new(written))?;
+        self.shared.read_all()
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let token = self.put_unsynced(key, value)?;
+        self.sync(token)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let token = self.enqueue(Write {
+            key: key.to_owned(),
+            value: None,
+        })?;
+        self.sync(token)
+    }
+
+    fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
+        self.enqueue(Write {
+            key: key.to_owned(),
+            value: Some(value.to_vec()),
+        })
+    }
+
+    fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
+        let mut queue = self.shared.queue();
+        loop {
+            if let Some(answer) = self.shared.answer_for(&queue, token.sequence()) {
+                return answer;
+            }
+            queue = self
+                .shared
+                .committed
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn sync_then(&self, token: SyncToken, done: Done) {
+        let mut queue = self.shared.queue();
+        match self.shared.answer_for(&queue, token.sequence()) {
+            Some(answer) => {
+                drop(queue);
+                done(answer);
+            }
+            // The transaction that holds the write answers.
+            None => queue.waiters.push((token.sequence(), done)),
+        }
+    }
+}
+
+impl writer::Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // Every change to the queue is made by statements that do not panic, so a panic
+        // elsewhere cannot leave it half-updated.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What `sync` of write `sequence` answers now, or `None` while it is still pending.
+    fn answer_for(&self, queue: &Queue, sequence: u64) -> Option<Result<(), StoreError>> {
+        if queue.durable >= sequence {
+            Some(Ok(()))
+        } else if queue.failed >= sequence {
+            Some(Err(self.unavailable(
+                queue.outage.as_deref().unwrap_or("its transaction failed"),
+            )))
+        } else {
+            None
+        }
+    }
+
+    /// The error of a write whose transaction did not commit in time: it was not
+    /// acknowledged, and it stays queued, so it lands (in order) once the cluster commits.
+    fn unavailable(&self, why: &str) -> StoreError {
+        StoreError::Backend {
+            backend: self.name.clone(),
+            source: format!(
+                "the cluster did not commit within {} ms ({why}): the write is not \
+                 acknowledged, and is retried in order until a quorum of the etcd members \
+                 answers again; check that a majority of them are running and reachable",
+                self.limits.request_timeout.as_millis()
+            )
+            .into(),
+        }
+    }
+
+    /// The error of a write refused, unwritten, while the cluster does not commit.
+    fn outage(&self, why: &str) -> StoreError {
+        StoreError::Backend {
+            backend: self.name.clone(),
+            source: format!(
+                "writes are refused (nothing was written) until the cluster commits again: it \
+                 did not commit within {} ms ({why}); check that a majority of the etcd \
+                 members (a quorum) are running and reachable",
+                self.limits.request_timeout.as_millis()
+            )
+            .into(),
+        }
+    }
+
+    /// The error of a write the store refuses for what it is.
+    fn refused(&self, why: String) -> StoreError {
+        StoreError::Backend {
+            backend: self.name.clone(),
+            source: why.into(),
+        }
+    }
+}
+
+impl Drop for EtcdStore {
+    fn drop(&mut self) {
+        self.shared.queue().stop = true;
+        self.shared.work.notify_one();
+        if let Some(thread) = self.thread.take() {
+            // A `sync_then` callback may drop the last handle on the client thread itself,
+            // which cannot wait for itself: it exits on its own.
+            if thread.thread().id() != thread::current().id() && thread.join().is_err() {
+                tracing::error!(backend = %self.shared.name, "the etcd store's thread panicked");
+            }
+        }
+    }
+}
+
+impl fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("backend", &self.shared.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use etcd_client::GetOptions;
+
+    use super::*;
+    use crate::testing::Cluster;
+
+    /// Runs `f` with the store's etcd client on a runtime of the test's own.
+    fn with_kv<T>(store: &EtcdStore, f: impl AsyncFnOnce(etcd_client::KvClient) -> T) -> T {
+        let kv = store.shared.kv.clone();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f(kv))
+    }
+
+    /// The chunk keys under the store's prefix.
+    fn chunk_keys(store: &EtcdStore) -> Vec<String> {
+        let prefix = store.shared.key("c/");
+        with_kv(store, async move |mut kv| {
+            let response = kv
+                .get(
+                    prefix,
+                    Some(GetOptions::new().with_prefix().with_keys_only()),
+                )
+                .await
+                .unwrap();
+            response
+                .kvs()
+                .iter()
+                .map(|kv| kv.key_str().unwrap().to_owned())
+                .collect()
+        })
+    }
+
+    /// A value of `len` bytes that differs from chunk to chunk.
+    fn big(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i / 1000) as u8 ^ seed).collect()
+    }
+
+    /// Values of several MiB round-trip through chunks (1 MiB each), a replacement and a
+    /// delete leave no chunk behind, and a missing or altered chunk makes `load_all` fail
+    /// naming the key.
+    #[test]
+    fn large_values_are_chunked_and_checked() {
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let (a, b) = (big(5 << 20, 1), big((3 << 20) + 17, 2));
+        store.put("tenant/t/assignor/a", &a).unwrap();
+        store.put("tenant/t/assignor/b", &b).unwrap();
+        store.put("tenant/t/group/g", b"small").unwrap();
+        assert_eq!(chunk_keys(&store).len(), 5 + 4);
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.len(), 3);
+        assert!(loaded[0].1 == a && loaded[1].1 == b && loaded[2].1 == b"small");
+
+        store.put("tenant/t/assignor/a", b"now small").unwrap();
+        store.delete("tenant/t/group/g").unwrap();
+        assert_eq!(chunk_keys(&store).len(), 4, "a's chunks are swept");
+
+        // One chunk of b altered, then removed.
+        let victim = chunk_keys(&store).remove(2);
+        with_kv(&store, {
+            let victim = victim.clone();
+            async move |mut kv| kv.put(victim, b"garbage".to_vec(), None).await.unwrap()
+        });
+        let message = store.load_all().unwrap_err().to_string();
+        assert!(message.contains("tenant/t/assignor/b"), "{message}");
+        assert!(message.contains("does not match"), "{message}");
+        with_kv(&store, async move |mut kv| {
+            kv.delete(victim, None).await.unwrap()
+        });
+        let message = store.load_all().unwrap_err().to_string();
+        assert!(message.contains("tenant/t/assignor/b"), "{message}");
+        assert!(message.contains("is missing"), "{message}");
+    }
+
+    /// A burst of unsynced writes at the limits (keys of [`MAX_KEY_BYTES`], values filling a
+    /// transaction, many writes per key) commits in transactions within etcd's request and
+    /// operation limits, each key holding its last value; a key or value over its limit is
+    /// refused before it is queued, naming it.
+    #[test]
+    fn worst_case_writes_stay_within_etcds_limits() {
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let mut last = SyncToken::DURABLE;
+        let mut expected = std::collections::BTreeMap::new();
+        for i in 0..600usize {
+            let key = format!("{:0>width$}", i % 200, width = MAX_KEY_BYTES);
+            let value = vec![i as u8; if i % 50 == 0 { MAX_CHUNK_BYTES } else { 300 }];
+            last = store.put_unsynced(&key, &value).unwrap();
+            expected.insert(key, value);
+        }
+        store.sync(last).unwrap();
+        assert!(store.load_all().unwrap() == expected.into_iter().collect::<Vec<_>>());
+
+        let long_key = "k".repeat(MAX_KEY_BYTES + 1);
+        let message = store.put(&long_key, b"x").unwrap_err().to_string();
+        assert!(message.contains("a key holds at most"), "{message}");
+        let limits = EtcdLimits::new().max_value_bytes(2 << 20);
+        let small = EtcdStore::open_with(&cluster.endpoints(), "small/", limits).unwrap();
+        let message = small
+            .put("tenant/t/group/huge", &vec![0; (2 << 20) + 1])
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("tenant/t/group/huge"), "{message}");
+        assert_eq!(small.shared.queue().written, 0, "nothing queued");
+    }
+
+    /// A put stopped between its chunks and its manifest is not visible to another store on
+    /// the cluster, whose open removes the orphan chunks; once resumed, its manifest's check
+    /// finds them gone, writes them again, and the value is whole.
+    #[test]
+    fn put_interrupted_before_its_manifest_is_never_visible() {
+        let cluster = Cluster::start(1).unwrap();
+        let writer = Arc::new(EtcdStore::open(&cluster.endpoints()).unwrap());
+        writer.put("tenant/t/group/g", b"before").unwrap();
+        let (reached_tx, reached) = mpsc::channel();
+        let (release, release_rx) = tokio::sync::oneshot::channel();
+        *writer.shared.hold.lock().unwrap() = Some((reached_tx, release_rx));
+        let value = big(3 << 20, 9);
+        let put = thread::spawn({
+            let (writer, value) = (Arc::clone(&writer), value.clone());
+            move || writer.put("tenant/t/assignor/big", &value)
+        });
+        reached.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(chunk_keys(&writer).len(), 3, "the chunks are written");
+
+        let reader = EtcdStore::open(&cluster.endpoints()).unwrap();
+        assert_eq!(
+            reader.load_all().unwrap(),
+            [("tenant/t/group/g".to_owned(), b"before".to_vec())]
+        );
+        assert!(
+            chunk_keys(&reader).is_empty(),
+            "the orphan chunks are swept"
+        );
+
+        release.send(()).unwrap();
+        put.join().unwrap().unwrap();
+        let loaded = reader.load_all().unwrap();
+        assert_eq!(loaded.len(), 2);
+        assert!(loaded[0].1 == value);
+    }
+
+    /// Good URLs give one http endpoint per member; each kind of bad URL is refused naming
+    /// what is wrong and showing the right form.
+    #[test]
+    fn urls_are_parsed_or_refused_clearly() {
+        assert_eq!(
+            parse_url("etcd://127.0.0.1:2379,localhost:22379,[::1]:32379").unwrap(),
+            [
+                "http://127.0.0.1:2379",
+                "http://localhost:22379",
+                "http://[::1]:32379"
+            ]
+        );
+        for (url, says) in [
+            ("http://127.0.0.1:2379", "does not start with etcd://"),
+            ("etcd://", "names no member"),
+            ("etcd://127.0.0.1", "has no :PORT"),
+            ("etcd://127.0.0.1:0", "no valid port"),
+            ("etcd://127.0.0.1:99999", "no valid port"),
+            ("etcd://:2379", "no valid host"),
+            ("etcd://a:1,,b:2", "has no :PORT"),
+            ("etcd://user@host:2379", "no valid host"),
+            ("etcd://host:2379/path", "no valid port"),
+        ] {
+            let message = parse_url(url).unwrap_err().to_string();
+            assert!(message.contains(says), "{url}: {message}");
+            assert!(message.contains("etcd://HOST:PORT"), "{message}");
+        }
+    }
+}
