@@ -617,6 +617,7 @@ async fn put_group(
         let configs = doc.has_configs.then_some(doc.group.configs);
         let mut state = t.state();
         let c = &mut state.coordinator;
+        c.refresh_group(&group)?;
         c.replace_group(&group, configs, doc.topology, doc.group.members)?;
         let d = c.describe(&group)?;
         tracing::info!(group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
@@ -670,7 +671,19 @@ async fn assign(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
-    let planned = plan(&t, &t.lock().await.coordinator, &group)?;
+    let planned = if t.shared {
+        // Another replica may have changed the group: read it again first (a network read,
+        // so on the pool).
+        let g = group.clone();
+        blocking(&t, move |t| {
+            let mut state = t.state();
+            state.coordinator.refresh_group(&g)?;
+            plan(t, &state.coordinator, &g)
+        })
+        .await?
+    } else {
+        plan(&t, &t.lock().await.coordinator, &group)?
+    };
     let job = match planned {
         Planned::Run(job) => job,
         Planned::Current(answer, pending) => {
@@ -712,8 +725,10 @@ async fn assign(
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
     // A success commits here: an in-memory change and one buffered write, as does a refusal
     // for want of capacity, which writes nothing. A failure is recorded durably (a flush), on
-    // the pool.
-    let committed = if outcome.is_ok() || outcome == Err(ErrorKind::Capacity) {
+    // the pool, and so is every commit to a store replicas share (a conditional write, which
+    // waits for the cluster).
+    let quick = outcome.is_ok() || outcome == Err(ErrorKind::Capacity);
+    let committed = if quick && !t.shared {
         commit(&t, &mut t.lock().await.coordinator, done, &group)
     } else {
         let g = group.clone();
@@ -767,7 +782,15 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
-    let (answer, pending) = {
+    let (answer, pending) = if t.shared {
+        blocking(t, move |t| {
+            let mut state = t.state();
+            state.coordinator.refresh_group(&group)?;
+            let c = &state.coordinator;
+            Ok((target_answer(t, c, &group)?, c.pending_writes()))
+        })
+        .await?
+    } else {
         let c = &t.lock().await.coordinator;
         (target_answer(t, c, &group)?, c.pending_writes())
     };

@@ -94,6 +94,10 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct Tenant {
     pub(crate) name: String,
+    /// Whether the store is shared with other service replicas (etcd): each group is then
+    /// read again before it is planned, changed or answered, and its writes are conditional
+    /// network round trips, made on the blocking pool.
+    pub(crate) shared: bool,
     broker: BrokerConfig,
     /// The service's compiled-component cache, shared by every tenant.
     cache: Arc<SharedDir>,
@@ -291,6 +295,7 @@ impl Tenant {
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
+            shared: store.shared().is_some(),
             broker: broker.clone(),
             cache: cache.clone(),
             configured: config.limits.clone(),

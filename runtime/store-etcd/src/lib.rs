@@ -337,23 +337,15 @@ impl Store for EtcdStore {
     }
 
     fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let token = self.put_unsynced(key, value)?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::put(key, value))?)
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let token = self.enqueue(Write {
-            key: key.to_owned(),
-            value: None,
-        })?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::delete(key))?)
     }
 
     fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
-        self.enqueue(Write {
-            key: key.to_owned(),
-            value: Some(value.to_vec()),
-        })
+        self.enqueue(Write::put(key, value))
     }
 
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {

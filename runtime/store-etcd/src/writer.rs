@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -56,7 +56,8 @@ pub(crate) struct Shared {
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
-    pub(crate) hold: Mutex<Option<(mpsc::Sender<()>, tokio::sync::oneshot::Receiver<()>)>>,
+    pub(crate) hold:
+        std::sync::Mutex<Option<(mpsc::Sender<()>, tokio::sync::oneshot::Receiver<()>)>>,
 }
 
 /// A run of writes committed in one transaction: inline puts and deletes, or one large put.
@@ -185,7 +186,7 @@ async fn connect(
         runtime,
         kv,
         #[cfg(test)]
-        hold: Mutex::new(None),
+        hold: std::sync::Mutex::new(None),
     });
     // The first request tells a cluster that answers from one that does not.
     let probe_key = shared.key("v/");

@@ -32,6 +32,22 @@ pub struct Write {
 }
 
 impl Write {
+    /// A put of `value` under `key`.
+    pub fn put(key: &str, value: &[u8]) -> Self {
+        Self {
+            key: key.to_owned(),
+            value: Some(value.to_vec()),
+        }
+    }
+
+    /// A delete of `key`.
+    pub fn delete(key: &str) -> Self {
+        Self {
+            key: key.to_owned(),
+            value: None,
+        }
+    }
+
     /// What the write holds in memory: its key and value.
     pub fn bytes(&self) -> usize {
         self.key.len() + self.value.as_ref().map_or(0, Vec::len)
