@@ -1,5 +1,6 @@
 //! Two service replicas (child processes) over one three-member etcd cluster (issue 17): a
-//! group written on one is planned and answered by the other; concurrent triggers of one group
+//! group written on one is planned and answered by the other, with an upload made on the
+//! first, which the second loads and checks itself; concurrent triggers of one group
 //! on both commit exactly one target per group epoch (checked in etcd's history of the group's
 //! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
 //! acknowledged, and its clients carry on at the other.
@@ -11,7 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use assignor_store_etcd::testing::Cluster;
-use serde_json::Value;
+use assignor_tests::guests;
+use serde_json::{Value, json};
 
 use crate::service::{Client, TOKEN_ADMIN, group_doc};
 use crate::service_restart::Process;
@@ -53,7 +55,8 @@ fn computations(replica: &Process) -> u64 {
 /// member, so a new epoch): both answer the same target, of the new epoch, and etcd's history
 /// of the group's key shows exactly two writes per round, the PUT and one target, although
 /// both replicas computed in some rounds (the groups are large enough that both plan before
-/// either commits, so the losing replica's conditional commit is exercised).
+/// either commits, so the losing replica's conditional commit is exercised). Then an upload
+/// made and selected on A computes the group on B.
 #[test]
 fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
     let cluster = Cluster::start(3).expect("an etcd cluster");
@@ -100,7 +103,19 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
         assert_eq!(status, 200, "{read}");
         assert_eq!(read["assignment"], on_a.1["assignment"]);
     }
-    let computed = computations(&a) + computations(&b);
+    // An upload made on A, selected by the group on A, is loaded and checked by B when B
+    // computes the group.
+    let (status, report) = ca.upload("hashmap-user", guests::HASHMAP_USER);
+    assert_eq!(status, 201, "{report}");
+    let (status, config) =
+        ca.set_config("g", json!({"streams.assignor.name": "hashmap-user"}), &[]);
+    assert_eq!(status, 200, "{config}");
+    let (status, described) = ca.put("/v1/groups/g", group_doc(3, 16).as_bytes());
+    assert_eq!(status, 200, "{described}");
+    let (status, answer) = cb.post("/v1/groups/g/assign");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["assignor"], "hashmap-user", "{answer}");
+    let computed = computations(&a) + computations(&b) - 1;
     assert!(
         computed > ROUNDS as u64,
         "{computed} computations in {ROUNDS} rounds: the replicas never raced"

@@ -676,9 +676,10 @@ async fn assign(
         // so on the pool).
         let g = group.clone();
         blocking(&t, move |t| {
-            let mut state = t.state();
-            state.coordinator.refresh_group(&g)?;
-            plan(t, &state.coordinator, &g)
+            t.state().coordinator.refresh_group(&g)?;
+            // An upload another replica stored is loaded and checked here before it serves.
+            t.load_selected_upload(&g)?;
+            plan(t, &t.state().coordinator, &g)
         })
         .await?
     } else {

@@ -570,6 +570,72 @@ impl Tenant {
         Ok(replaced)
     }
 
+    /// On a store replicas share: the upload `group` selects when this replica has not loaded
+    /// it (another replica stored it since this one started), loaded and checked here exactly
+    /// as an upload is (load, `name()`, trial assignment, under this tenant's limits), then
+    /// made selectable; it is not written again. `Ok(false)` when there is nothing to load:
+    /// the store is not shared, the group selects no upload or one already loaded, or no such
+    /// upload is stored. A stored upload that fails the checks here is an error naming it,
+    /// and the group is not computed with another assignor meanwhile.
+    pub(crate) fn load_selected_upload(&self, group: &str) -> Result<bool, ApiError> {
+        let Some(shared) = self.store.shared() else {
+            return Ok(false);
+        };
+        let name = {
+            let state = self.state();
+            let c = &state.coordinator;
+            match c.config(group)?.assignor_name.clone() {
+                Some(name) if c.registry().get(&name).is_none() => name,
+                _ => return Ok(false),
+            }
+        };
+        let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+        let stored = shared.get(&key).map_err(|e| {
+            ApiError::internal(format!(
+                "reading upload `{name}` from the store failed: {e}"
+            ))
+        })?;
+        let Some((bytes, _)) = stored else {
+            return Ok(false);
+        };
+        let settings = self.settings();
+        let checked = Self::size_passed(settings.limits.max_component_bytes, bytes.len());
+        let loaded = self.load_upload(&settings, checked, &name, &bytes);
+        let checked = loaded
+            .and_then(|loaded| self.check_loaded(&settings, loaded, &name, bytes.len()))
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "POLICY_VIOLATION",
+                    format!(
+                        "group `{group}` selects upload `{name}`, stored by another replica, \
+                         which does not pass this replica's checks: {}",
+                        e.message
+                    ),
+                )
+                .with("assignor", name.clone())
+            })?;
+        let mut state = self.state();
+        if state.uploads.contains_key(&name) {
+            // Loaded meanwhile by another request of this replica.
+            return Ok(true);
+        }
+        tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
+        state.uploads.insert(
+            name.clone(),
+            Upload {
+                sha256: checked.assignor.sha256(),
+                bytes: bytes.len(),
+                _cached: checked.cached,
+            },
+        );
+        state
+            .coordinator
+            .registry_mut()
+            .insert(Assignor::Component(Arc::new(checked.assignor)));
+        Ok(true)
+    }
+
     /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):
     /// silently moving those groups to the default assignor would change their assignments
     /// behind their owners' backs.
