@@ -1248,6 +1248,96 @@ impl Coordinator {
         }
     }
 
+    /// [`commit_unsynced`](Self::commit_unsynced) in three steps for a store replicas share,
+    /// so that the conditional write's round trip to the cluster runs without the coordinator
+    /// and concurrent commits of other groups share the cluster's commits: this step (under
+    /// the coordinator) returns the write to make ([`Prepared::Write`]), or the finished
+    /// commit when there is none (a failure, recorded as `commit_unsynced` does; a job made
+    /// stale by a newer commit; a store that is not shared). Then [`SharedWrite::write`]
+    /// (without the coordinator), then [`finish_commit`](Self::finish_commit) (under it).
+    pub fn prepare_commit(&mut self, done: CompletedJob) -> Result<Prepared, CoordinatorError> {
+        if self.store.shared().is_none() {
+            return self.commit_unsynced(done).map(Prepared::Done);
+        }
+        let CompletedJob { job, outcome } = done;
+        let (assignment, usage) = match outcome {
+            Ok(done) => done,
+            Err(error) => {
+                let failed = CompletedJob {
+                    job,
+                    outcome: Err(error),
+                };
+                return self.commit_unsynced(failed).map(Prepared::Done);
+            }
+        };
+        let group = job.group_id.clone();
+        let g = self
+            .groups
+            .get(&group)
+            .ok_or_else(|| CoordinatorError::UnknownGroup(group.clone()))?;
+        if g.target
+            .as_ref()
+            .is_some_and(|t| t.epoch >= job.group_epoch)
+            || job.group_epoch > g.group_epoch
+            || job.incarnation != g.incarnation
+        {
+            return Ok(Prepared::Done(self.pending_writes()));
+        }
+        let mut state = g.clone();
+        state.target = Some(TargetAssignment {
+            epoch: job.group_epoch,
+            assignor: job.assignor.name().to_owned(),
+            members: job
+                .spec
+                .members
+                .iter()
+                .map(|m| m.member_id.clone())
+                .zip(assignment.members)
+                .collect(),
+            usage,
+            computed_at: (self.clock)(),
+        });
+        state.last_failure = None;
+        Ok(Prepared::Write(SharedWrite {
+            store: self.store.clone(),
+            group,
+            state,
+        }))
+    }
+
+    /// The last step of a [`prepare_commit`](Self::prepare_commit): a written target becomes
+    /// current (unless this coordinator has since read a newer state of the group); a lost
+    /// one makes the coordinator read the group again, whose stored target (the winner's) the
+    /// caller answers with.
+    pub fn finish_commit(&mut self, written: SharedWritten) -> Result<Pending, CoordinatorError> {
+        let SharedWritten {
+            group,
+            mut state,
+            outcome,
+        } = written;
+        let expected = state.revision;
+        match outcome {
+            Conditional::Written(revision) => {
+                let epoch = state.target.as_ref().map_or(0, |t| t.epoch);
+                if let Some(g) = self.groups.get_mut(&group)
+                    && g.revision == expected
+                {
+                    state.revision = revision;
+                    *g = state;
+                }
+                tracing::info!(group = %group, epoch, "target assignment committed");
+            }
+            Conditional::Conflict(_) => {
+                tracing::info!(
+                    group = %group,
+                    "another replica changed the group first; answering from its state"
+                );
+                self.refresh_group(&group)?;
+            }
+        }
+        Ok(self.pending_writes())
+    }
+
     /// The group's assignor: its configured one, else the default; a configured name that is
     /// no longer registered falls back to the default, with a warning when `warn`.
     fn resolve_assignor(&self, group: &str, g: &GroupState, warn: bool) -> &Assignor {
@@ -1507,6 +1597,68 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+}
+
+/// What [`Coordinator::prepare_commit`] leaves to do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Prepared {
+    /// Nothing more: the commit is made; the answer may be sent once this is durable.
+    Done(Pending),
+    /// A conditional write to make without the coordinator, then to finish under it.
+    Write(SharedWrite),
+}
+
+/// A target's conditional write to a store replicas share (see
+/// [`Coordinator::prepare_commit`]).
+#[must_use = "the commit is made only once written and finished"]
+pub struct SharedWrite {
+    store: Arc<dyn Store>,
+    group: String,
+    state: GroupState,
+}
+
+impl std::fmt::Debug for SharedWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWrite")
+            .field("group", &self.group)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedWrite {
+    /// Writes the group's new record, durably, if its revision is still the one the state was
+    /// planned from; a network round trip: call it without holding the coordinator.
+    pub fn write(self) -> Result<SharedWritten, CoordinatorError> {
+        let key = format!("{GROUP_KEY_PREFIX}{}", self.group);
+        let shared = self.store.shared().ok_or_else(|| StoreError::Backend {
+            backend: format!("{:?}", self.store),
+            source: "a shared write was prepared on a store that is not shared".into(),
+        })?;
+        let outcome = shared.put_if(&key, &records::encode(&self.state), self.state.revision)?;
+        Ok(SharedWritten {
+            group: self.group,
+            state: self.state,
+            outcome,
+        })
+    }
+}
+
+/// A [`SharedWrite`] made, for [`Coordinator::finish_commit`].
+#[must_use = "the commit is current only once finished"]
+pub struct SharedWritten {
+    group: String,
+    state: GroupState,
+    outcome: Conditional,
+}
+
+impl std::fmt::Debug for SharedWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWritten")
+            .field("group", &self.group)
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
     }
 }
 

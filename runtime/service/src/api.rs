@@ -58,6 +58,7 @@ use assignor_coordinator::Assignor;
 use assignor_coordinator::json::{AssignmentView, parse_document_with};
 use assignor_coordinator::{
     AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription, Pending,
+    Prepared,
 };
 use assignor_protocol::{
     AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
@@ -731,6 +732,25 @@ async fn assign(
     let quick = outcome.is_ok() || outcome == Err(ErrorKind::Capacity);
     let committed = if quick && !t.shared {
         commit(&t, &mut t.lock().await.coordinator, done, &group)
+    } else if t.shared {
+        // The conditional write's round trip runs without the tenant's lock, so other groups'
+        // commits go on meanwhile and the cluster batches them.
+        let g = group.clone();
+        blocking(&t, move |t| {
+            let prepared = t.state().coordinator.prepare_commit(done)?;
+            let pending = match prepared {
+                Prepared::Write(write) => {
+                    let written = write.write()?;
+                    t.state().coordinator.finish_commit(written)?
+                }
+                Prepared::Done(pending) => pending,
+                _ => return Err(ApiError::internal("unknown commit step")),
+            };
+            let state = t.state();
+            Ok((target_answer(t, &state.coordinator, &g)?, pending))
+        })
+        .instrument(span.clone())
+        .await
     } else {
         let g = group.clone();
         blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))

@@ -63,6 +63,22 @@ pub(crate) struct TenantState {
     _broker_cached: Vec<CacheRef>,
 }
 
+impl TenantState {
+    /// Puts a checked upload of `bytes` bytes in the registry (replacing one of its name) and
+    /// the upload list.
+    fn make_selectable(&mut self, name: &str, bytes: usize, checked: CheckedUpload) {
+        let upload = Upload {
+            sha256: checked.assignor.sha256(),
+            bytes,
+            _cached: checked.cached,
+        };
+        self.coordinator
+            .registry_mut()
+            .insert(Assignor::Component(Arc::new(checked.assignor)));
+        self.uploads.insert(name.to_owned(), upload);
+    }
+}
+
 /// A tenant's limits in force and what enforces them. Replaced whole when an admin changes
 /// the limits; work already started keeps the settings it started with.
 #[derive(Debug)]
@@ -557,16 +573,7 @@ impl Tenant {
             .map_err(|e| {
                 ApiError::internal(format!("storing the upload failed, nothing changed: {e}"))
             })?;
-        let upload = Upload {
-            sha256: checked.assignor.sha256(),
-            bytes: bytes.len(),
-            _cached: checked.cached,
-        };
-        state
-            .coordinator
-            .registry_mut()
-            .insert(Assignor::Component(Arc::new(checked.assignor)));
-        state.uploads.insert(name.to_owned(), upload);
+        state.make_selectable(name, bytes.len(), checked);
         Ok(replaced)
     }
 
@@ -621,18 +628,7 @@ impl Tenant {
             return Ok(true);
         }
         tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
-        state.uploads.insert(
-            name.clone(),
-            Upload {
-                sha256: checked.assignor.sha256(),
-                bytes: bytes.len(),
-                _cached: checked.cached,
-            },
-        );
-        state
-            .coordinator
-            .registry_mut()
-            .insert(Assignor::Component(Arc::new(checked.assignor)));
+        state.make_selectable(&name, bytes.len(), checked);
         Ok(true)
     }
 

@@ -1,5 +1,7 @@
 //! [`EtcdStore`]: the coordinator's [`Store`] on an etcd cluster (v3 API), so that state
-//! survives the loss of a machine, and (next) several service replicas can share it.
+//! survives the loss of a machine, and several service replicas can share it: besides the
+//! [`Store`], it is a [`SharedStore`] (each key's revision, one-key reads, and puts
+//! conditioned on the revision, for the coordinator's group records).
 //!
 //! The [`Store`] trait is synchronous and the service calls it from its tokio worker threads,
 //! where blocking on another runtime would panic or starve them. So the etcd client lives on a
