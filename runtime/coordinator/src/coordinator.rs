@@ -1298,11 +1298,11 @@ impl Coordinator {
             computed_at: (self.clock)(),
         });
         state.last_failure = None;
-        Ok(Prepared::Write(SharedWrite {
+        Ok(Prepared::Write(Box::new(SharedWrite {
             store: self.store.clone(),
             group,
             state,
-        }))
+        })))
     }
 
     /// The last step of a [`prepare_commit`](Self::prepare_commit): a written target becomes
@@ -1606,8 +1606,9 @@ impl Coordinator {
 pub enum Prepared {
     /// Nothing more: the commit is made; the answer may be sent once this is durable.
     Done(Pending),
-    /// A conditional write to make without the coordinator, then to finish under it.
-    Write(SharedWrite),
+    /// A conditional write to make without the coordinator, then to finish under it (boxed:
+    /// it holds the group's new state).
+    Write(Box<SharedWrite>),
 }
 
 /// A target's conditional write to a store replicas share (see
@@ -1630,16 +1631,17 @@ impl std::fmt::Debug for SharedWrite {
 impl SharedWrite {
     /// Writes the group's new record, durably, if its revision is still the one the state was
     /// planned from; a network round trip: call it without holding the coordinator.
-    pub fn write(self) -> Result<SharedWritten, CoordinatorError> {
+    pub fn write(self: Box<Self>) -> Result<SharedWritten, CoordinatorError> {
         let key = format!("{GROUP_KEY_PREFIX}{}", self.group);
         let shared = self.store.shared().ok_or_else(|| StoreError::Backend {
             backend: format!("{:?}", self.store),
             source: "a shared write was prepared on a store that is not shared".into(),
         })?;
         let outcome = shared.put_if(&key, &records::encode(&self.state), self.state.revision)?;
+        let SharedWrite { group, state, .. } = *self;
         Ok(SharedWritten {
-            group: self.group,
-            state: self.state,
+            group,
+            state,
             outcome,
         })
     }

@@ -866,7 +866,7 @@ fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
 /// What [`encode_revision`] made: `None` for [`Revision::ABSENT`].
 fn decode_revision(revision: Revision) -> Option<(i64, bool)> {
     let raw = revision.raw();
-    (raw != 0).then(|| ((raw >> 1) as i64, raw & 1 == 1))
+    (raw != 0).then_some(((raw >> 1) as i64, raw & 1 == 1))
 }
 
 /// Whether a transaction's response is a delete that removed a manifest.
