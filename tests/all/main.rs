@@ -21,6 +21,7 @@ mod old_data;
 mod polyglot;
 mod rack_aware;
 mod registry;
+mod replicas;
 mod service;
 mod service_corpus;
 mod service_limits;

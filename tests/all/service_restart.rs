@@ -72,7 +72,7 @@ impl Process {
         }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         Client::new(&self.base, TOKEN_A)
     }
 
@@ -81,7 +81,7 @@ impl Process {
         self.child.id()
     }
 
-    fn sigkill(mut self) {
+    pub(crate) fn sigkill(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }

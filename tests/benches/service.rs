@@ -25,6 +25,12 @@
 //! compiled cache). Each phase then also prints what etcd did: its WAL fsyncs (one per raft
 //! batch it commits; on three members, every member makes its own) and their mean time, from
 //! the first member's `/metrics`.
+//!
+//! `ASSIGNOR_BENCH_REPLICAS=2` (with `ASSIGNOR_BENCH_ETCD`) runs a second replica of the
+//! service on the same cluster (in this process, with a data directory of its own), opened
+//! once the upload is made (a replica loads the uploads it finds at start); the clients'
+//! connections alternate between the replicas, so each serves half the triggers, of groups
+//! the first replica created (the second reads each group from etcd before planning it).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -169,7 +175,7 @@ fn cpu_seconds() -> f64 {
 /// `clients` keep-alive connections, all driven by one thread with an async client (as wrk
 /// does), so that the load generator takes as little of the cores as it can. Checks each
 /// answer and returns the latencies.
-fn trigger(addr: SocketAddr, clients: usize, n: usize, phase: usize) -> Vec<Duration> {
+fn trigger(addrs: &[SocketAddr], clients: usize, n: usize, phase: usize) -> Vec<Duration> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -178,8 +184,9 @@ fn trigger(addr: SocketAddr, clients: usize, n: usize, phase: usize) -> Vec<Dura
     let marker = format!("\"assignor\":\"{NAME}\"");
     runtime.block_on(async {
         let mut connections = tokio::task::JoinSet::new();
-        for _ in 0..clients {
+        for c in 0..clients {
             let (next, marker) = (next.clone(), marker.clone());
+            let addr = addrs[c % addrs.len()];
             connections.spawn(async move {
                 let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
                 stream.set_nodelay(true).expect("nodelay");
@@ -273,32 +280,45 @@ fn main() {
             .expect("ASSIGNOR_BENCH_ETCD=MEMBERS, e.g. 1 or 3");
         Cluster::start(members).expect("an etcd cluster")
     });
+    let replicas: usize = std::env::var("ASSIGNOR_BENCH_REPLICAS")
+        .ok()
+        .map_or(1, |r| r.parse().expect("ASSIGNOR_BENCH_REPLICAS=1 or 2"));
+    assert!(
+        replicas == 1 || etcd.is_some(),
+        "several replicas need a shared store: set ASSIGNOR_BENCH_ETCD too"
+    );
     let store = etcd
         .as_ref()
         .map_or_else(|| "embedded".to_owned(), Cluster::url);
-    let config = ServiceConfig::load(
-        None,
-        &[
-            format!("service.store={store}"),
-            "group.streams.assignors=sticky".into(),
-            format!("service.data.dir={}", dir.path().display()),
-            "service.tenants=bench".into(),
-            format!("service.tenant.bench.token.sha256={}", sha256_hex(TOKEN)),
-            format!("service.tenant.bench.max.concurrent.assignments={cores}"),
-            // Every phase's groups are kept: over the default `max.groups` (1000) the setup
-            // would be refused (409).
-            format!(
-                "service.tenant.bench.max.groups={}",
-                per_phase * phases.len()
-            ),
-        ],
-    )
-    .expect("valid config");
-    let service = Service::open(&config).expect("the service opens");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-    let addr = listener.local_addr().expect("address");
-    let base = format!("http://{addr}");
-    thread::spawn(move || service.run(listener));
+    let config_in = |data_dir: &std::path::Path| {
+        ServiceConfig::load(
+            None,
+            &[
+                format!("service.store={store}"),
+                "group.streams.assignors=sticky".into(),
+                format!("service.data.dir={}", data_dir.display()),
+                "service.tenants=bench".into(),
+                format!("service.tenant.bench.token.sha256={}", sha256_hex(TOKEN)),
+                format!("service.tenant.bench.max.concurrent.assignments={cores}"),
+                // Every phase's groups are kept: over the default `max.groups` (1000) the setup
+                // would be refused (409).
+                format!(
+                    "service.tenant.bench.max.groups={}",
+                    per_phase * phases.len()
+                ),
+            ],
+        )
+        .expect("valid config")
+    };
+    let serve = |data_dir: &std::path::Path| {
+        let service = Service::open(&config_in(data_dir)).expect("the service opens");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().expect("address");
+        thread::spawn(move || service.run(listener));
+        addr
+    };
+    let mut addrs = vec![serve(dir.path())];
+    let base = format!("http://{}", addrs[0]);
 
     let setup = Client::new(&base);
     let (status, report) = setup.send("PUT", &format!("/v1/assignors/{NAME}"), &renamed_sticky());
@@ -310,6 +330,11 @@ fn main() {
         report["trial"]["fuel"],
         dir.path().display()
     );
+    let second_dir = tempfile::tempdir().expect("a second data directory");
+    if replicas > 1 {
+        addrs.push(serve(second_dir.path()));
+        println!("      a second replica on the same cluster: the clients alternate");
+    }
     let doc = small_group();
     let config_body = format!(r#"{{"set": {{"streams.assignor.name": "{NAME}"}}}}"#);
     for (phase, &clients) in phases.iter().enumerate() {
@@ -333,7 +358,7 @@ fn main() {
         let fsyncs_before = etcd.as_ref().map(wal_fsyncs);
         let cpu_before = cpu_seconds();
         let start = Instant::now();
-        let mut latencies = trigger(addr, clients, per_phase, phase);
+        let mut latencies = trigger(&addrs, clients, per_phase, phase);
         let elapsed = start.elapsed();
         let cpu = cpu_seconds() - cpu_before;
         latencies.sort();

@@ -42,7 +42,7 @@ use assignor_sdk::{
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, parse_list};
 use crate::registry::Registry;
-use crate::store::{Store, StoreError, SyncToken};
+use crate::store::{Conditional, Revision, Store, StoreError, SyncToken};
 use assignor_sandbox::Usage;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
 use assignor_sandbox::{InputLimitError, Limits, cut};
@@ -201,6 +201,13 @@ pub enum CoordinatorError {
     /// The store failed; the change was not applied.
     #[error("UNKNOWN_SERVER_ERROR: the state store failed, nothing was changed: {0}")]
     Store(#[from] StoreError),
+    /// Another process sharing the store (a service replica) changed the group first: this
+    /// change was not applied, the group was read again, and the request may be retried.
+    #[error(
+        "COORDINATOR_NOT_AVAILABLE: group `{0}` was changed by another replica at the same \
+         time; nothing was changed here, retry the request"
+    )]
+    Conflict(String),
     /// A persisted group cannot be decoded.
     #[error(
         "stored group under key `{key}` cannot be read ({message}); restore it from a backup or \
@@ -250,7 +257,7 @@ impl CoordinatorError {
             Self::InvalidConfig { .. } => ErrorCode::InvalidConfig,
             Self::InputLimit { .. } => ErrorCode::InvalidRequest,
             Self::TooManyGroups { .. } => ErrorCode::PolicyViolation,
-            Self::NoCapacity { .. } => ErrorCode::CoordinatorNotAvailable,
+            Self::NoCapacity { .. } | Self::Conflict(_) => ErrorCode::CoordinatorNotAvailable,
             Self::AssignmentFailed { .. } | Self::Store(_) | Self::Corrupt { .. } => {
                 ErrorCode::UnknownServerError
             }
@@ -327,6 +334,9 @@ struct GroupState {
     /// same group epoch. Not stored: no job outlives the process, and groups loaded at open
     /// are all 0, below every group created since.
     incarnation: u64,
+    /// On a [`SharedStore`](crate::store::SharedStore), the revision of the group's record this state was read or
+    /// written at: the condition of its next write. Not stored; unused on other stores.
+    revision: Revision,
 }
 
 /// A group as `StreamsGroupDescribe` shows it, plus what this runtime adds.
@@ -571,9 +581,19 @@ impl Coordinator {
     ) -> Result<Self, CoordinatorError> {
         let mut groups = BTreeMap::new();
         let mut stored_captures = Vec::new();
-        for (key, value) in store.load_all()? {
+        let entries = match store.shared() {
+            Some(shared) => shared.load_all_revisions()?,
+            None => store
+                .load_all()?
+                .into_iter()
+                .map(|(key, value)| (key, value, Revision::ABSENT))
+                .collect(),
+        };
+        for (key, value, revision) in entries {
             if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
-                groups.insert(group.to_owned(), decode(&key, &value)?);
+                let mut state = decode(&key, &value)?;
+                state.revision = revision;
+                groups.insert(group.to_owned(), state);
             } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
                 stored_captures.push((group.to_owned(), value));
             }
@@ -1125,18 +1145,34 @@ impl Coordinator {
                 };
                 let old_target = g.target.replace(new_target);
                 let old_failure = g.last_failure.take();
-                let written = self
-                    .store
-                    .put_unsynced(&format!("{GROUP_KEY_PREFIX}{group}"), &records::encode(g));
-                let token = match written {
-                    Ok(token) => token,
+                let token = match write_group(&self.store, &group, g) {
+                    Ok(Written::Queued(token)) => {
+                        self.last_write = self.last_write.max(token);
+                        token
+                    }
+                    Ok(Written::Durable(revision)) => {
+                        g.revision = revision;
+                        SyncToken::DURABLE
+                    }
+                    Ok(Written::Lost) => {
+                        // Another replica changed the group first (KIP-1357's one target per
+                        // epoch: its commit stands). The group as stored replaces this
+                        // replica's, and the caller answers with its target: the winner's,
+                        // when it computed the same epoch.
+                        tracing::info!(
+                            group = %group,
+                            epoch = job.group_epoch,
+                            "another replica changed the group first; answering from its state"
+                        );
+                        self.refresh_group(&group)?;
+                        return Ok(self.pending_writes());
+                    }
                     Err(e) => {
                         g.target = old_target;
                         g.last_failure = old_failure;
                         return Err(e.into());
                     }
                 };
-                self.last_write = self.last_write.max(token);
                 tracing::info!(
                     group = %group,
                     assignor = %job.assignor.name(),
@@ -1210,6 +1246,96 @@ impl Coordinator {
                 })
             }
         }
+    }
+
+    /// [`commit_unsynced`](Self::commit_unsynced) in three steps for a store replicas share,
+    /// so that the conditional write's round trip to the cluster runs without the coordinator
+    /// and concurrent commits of other groups share the cluster's commits: this step (under
+    /// the coordinator) returns the write to make ([`Prepared::Write`]), or the finished
+    /// commit when there is none (a failure, recorded as `commit_unsynced` does; a job made
+    /// stale by a newer commit; a store that is not shared). Then [`SharedWrite::write`]
+    /// (without the coordinator), then [`finish_commit`](Self::finish_commit) (under it).
+    pub fn prepare_commit(&mut self, done: CompletedJob) -> Result<Prepared, CoordinatorError> {
+        if self.store.shared().is_none() {
+            return self.commit_unsynced(done).map(Prepared::Done);
+        }
+        let CompletedJob { job, outcome } = done;
+        let (assignment, usage) = match outcome {
+            Ok(done) => done,
+            Err(error) => {
+                let failed = CompletedJob {
+                    job,
+                    outcome: Err(error),
+                };
+                return self.commit_unsynced(failed).map(Prepared::Done);
+            }
+        };
+        let group = job.group_id.clone();
+        let g = self
+            .groups
+            .get(&group)
+            .ok_or_else(|| CoordinatorError::UnknownGroup(group.clone()))?;
+        if g.target
+            .as_ref()
+            .is_some_and(|t| t.epoch >= job.group_epoch)
+            || job.group_epoch > g.group_epoch
+            || job.incarnation != g.incarnation
+        {
+            return Ok(Prepared::Done(self.pending_writes()));
+        }
+        let mut state = g.clone();
+        state.target = Some(TargetAssignment {
+            epoch: job.group_epoch,
+            assignor: job.assignor.name().to_owned(),
+            members: job
+                .spec
+                .members
+                .iter()
+                .map(|m| m.member_id.clone())
+                .zip(assignment.members)
+                .collect(),
+            usage,
+            computed_at: (self.clock)(),
+        });
+        state.last_failure = None;
+        Ok(Prepared::Write(Box::new(SharedWrite {
+            store: self.store.clone(),
+            group,
+            state,
+        })))
+    }
+
+    /// The last step of a [`prepare_commit`](Self::prepare_commit): a written target becomes
+    /// current (unless this coordinator has since read a newer state of the group); a lost
+    /// one makes the coordinator read the group again, whose stored target (the winner's) the
+    /// caller answers with.
+    pub fn finish_commit(&mut self, written: SharedWritten) -> Result<Pending, CoordinatorError> {
+        let SharedWritten {
+            group,
+            mut state,
+            outcome,
+        } = written;
+        let expected = state.revision;
+        match outcome {
+            Conditional::Written(revision) => {
+                let epoch = state.target.as_ref().map_or(0, |t| t.epoch);
+                if let Some(g) = self.groups.get_mut(&group)
+                    && g.revision == expected
+                {
+                    state.revision = revision;
+                    *g = state;
+                }
+                tracing::info!(group = %group, epoch, "target assignment committed");
+            }
+            Conditional::Conflict(_) => {
+                tracing::info!(
+                    group = %group,
+                    "another replica changed the group first; answering from its state"
+                );
+                self.refresh_group(&group)?;
+            }
+        }
+        Ok(self.pending_writes())
     }
 
     /// The group's assignor: its configured one, else the default; a configured name that is
@@ -1417,13 +1543,153 @@ impl Coordinator {
         if self.groups.get(group) == Some(&state) {
             return Ok((result, self.last_write));
         }
-        let token = self.store.put_unsynced(
-            &format!("{GROUP_KEY_PREFIX}{group}"),
-            &records::encode(&state),
-        )?;
-        self.last_write = self.last_write.max(token);
+        let token = match write_group(&self.store, group, &state)? {
+            Written::Queued(token) => {
+                self.last_write = self.last_write.max(token);
+                token
+            }
+            Written::Durable(revision) => {
+                state.revision = revision;
+                SyncToken::DURABLE
+            }
+            Written::Lost => {
+                self.refresh_group(group)?;
+                return Err(CoordinatorError::Conflict(group.to_owned()));
+            }
+        };
         self.groups.insert(group.to_owned(), state);
         Ok((result, token))
+    }
+
+    /// On a [`SharedStore`](crate::store::SharedStore) (several service replicas), reads `group`'s record again if
+    /// another process changed it since this coordinator last read or wrote it, so that what
+    /// this one plans, answers and writes next starts from the stored state: a group created
+    /// elsewhere appears, one deleted elsewhere goes. One read of one key; nothing on other
+    /// stores, whose only writer is this coordinator.
+    pub fn refresh_group(&mut self, group: &str) -> Result<(), CoordinatorError> {
+        let store = self.store.clone();
+        let Some(shared) = store.shared() else {
+            return Ok(());
+        };
+        let key = format!("{GROUP_KEY_PREFIX}{group}");
+        match shared.get(&key)? {
+            None => {
+                self.groups.remove(group);
+            }
+            Some((_, revision))
+                if self
+                    .groups
+                    .get(group)
+                    .is_some_and(|g| g.revision == revision) => {}
+            Some((bytes, revision)) => {
+                let mut state = decode(&key, &bytes)?;
+                state.revision = revision;
+                // A job planned on the state replaced may still commit into it: its write is
+                // conditional on the revision it was planned from, which is gone.
+                state.incarnation = match self.groups.get(group) {
+                    Some(g) => g.incarnation,
+                    None => {
+                        self.next_incarnation += 1;
+                        self.next_incarnation - 1
+                    }
+                };
+                self.groups.insert(group.to_owned(), state);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What [`Coordinator::prepare_commit`] leaves to do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Prepared {
+    /// Nothing more: the commit is made; the answer may be sent once this is durable.
+    Done(Pending),
+    /// A conditional write to make without the coordinator, then to finish under it (boxed:
+    /// it holds the group's new state).
+    Write(Box<SharedWrite>),
+}
+
+/// A target's conditional write to a store replicas share (see
+/// [`Coordinator::prepare_commit`]).
+#[must_use = "the commit is made only once written and finished"]
+pub struct SharedWrite {
+    store: Arc<dyn Store>,
+    group: String,
+    state: GroupState,
+}
+
+impl std::fmt::Debug for SharedWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWrite")
+            .field("group", &self.group)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedWrite {
+    /// Writes the group's new record, durably, if its revision is still the one the state was
+    /// planned from; a network round trip: call it without holding the coordinator.
+    pub fn write(self: Box<Self>) -> Result<SharedWritten, CoordinatorError> {
+        let key = format!("{GROUP_KEY_PREFIX}{}", self.group);
+        let shared = self.store.shared().ok_or_else(|| StoreError::Backend {
+            backend: format!("{:?}", self.store),
+            source: "a shared write was prepared on a store that is not shared".into(),
+        })?;
+        let outcome = shared.put_if(&key, &records::encode(&self.state), self.state.revision)?;
+        let SharedWrite { group, state, .. } = *self;
+        Ok(SharedWritten {
+            group,
+            state,
+            outcome,
+        })
+    }
+}
+
+/// A [`SharedWrite`] made, for [`Coordinator::finish_commit`].
+#[must_use = "the commit is current only once finished"]
+pub struct SharedWritten {
+    group: String,
+    state: GroupState,
+    outcome: Conditional,
+}
+
+impl std::fmt::Debug for SharedWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedWritten")
+            .field("group", &self.group)
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How [`write_group`] wrote a group's record.
+enum Written {
+    /// Queued for the store's group commit: durable once the token is synced.
+    Queued(SyncToken),
+    /// Written, durably, conditional on the revision the state was read at; its new revision.
+    Durable(Revision),
+    /// Not written: another process changed the record since.
+    Lost,
+}
+
+/// Writes `state` as `group`'s record: queued for group commit on a store only this process
+/// writes; on a [`SharedStore`](crate::store::SharedStore), conditional on the revision the state was read or written
+/// at, so that a replica working from an older state never overwrites another's change.
+fn write_group(
+    store: &Arc<dyn Store>,
+    group: &str,
+    state: &GroupState,
+) -> Result<Written, StoreError> {
+    let key = format!("{GROUP_KEY_PREFIX}{group}");
+    let bytes = records::encode(state);
+    match store.shared() {
+        None => store.put_unsynced(&key, &bytes).map(Written::Queued),
+        Some(shared) => Ok(match shared.put_if(&key, &bytes, state.revision)? {
+            Conditional::Written(revision) => Written::Durable(revision),
+            Conditional::Conflict(_) => Written::Lost,
+        }),
     }
 }
 

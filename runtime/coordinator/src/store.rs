@@ -3,7 +3,8 @@
 //! the service's, one [redb](https://www.redb.org) database file with group commit (why redb,
 //! and what was measured, is on its page); [`MemoryStore`] for tests and embedders that need no
 //! durability; and [`import`], readers of the two formats the service wrote before (a log and a
-//! directory of record files), so a data directory from then is imported on its first start.
+//! directory of record files), so a data directory from then is imported on its first start;
+//! and [`queue`], the group-commit write queue the redb and etcd stores share.
 //!
 //! The coordinator encodes its values (with postcard) itself; a store only sees bytes.
 
@@ -15,7 +16,9 @@ use std::sync::{Mutex, PoisonError};
 
 mod db;
 pub mod import;
+pub mod queue;
 pub use db::{MAX_ENTRY_BYTES, RedbLimits, RedbStore};
+pub use queue::GroupCommitQueue;
 
 /// Named blobs that survive restarts and crashes.
 ///
@@ -77,6 +80,68 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
         done(self.sync(token))
     }
+
+    /// The store's conditional operations, when several processes share it (service replicas
+    /// over one etcd cluster); `None`, the default, for a store only this process writes,
+    /// where the caller's memory is the truth and writes need no condition.
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        None
+    }
+}
+
+/// What a store several processes write at once adds to [`Store`]: each key has a
+/// [`Revision`], and a conditional put writes only if the key's revision is still the one the
+/// writer last saw, so that two processes changing one key from the same state never
+/// overwrite each other: one wins, the other learns it lost and reads the winner's value.
+///
+/// Every call here is durable when it returns `Ok`, and ordered after every write the same
+/// store made before it (the group-commit queue is flushed first).
+pub trait SharedStore: Send + Sync {
+    /// Every key with its value and revision, sorted by key, at one revision of the store.
+    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError>;
+
+    /// One key's value and revision; `None` when it is absent.
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError>;
+
+    /// Stores `value` under `key` if the key's revision is still `expected`
+    /// ([`Revision::ABSENT`]: if it does not exist), durably; else changes nothing and says
+    /// the key's revision now.
+    fn put_if(
+        &self,
+        key: &str,
+        value: &[u8],
+        expected: Revision,
+    ) -> Result<Conditional, StoreError>;
+}
+
+/// A key's version in a [`SharedStore`]: changes with every write of the key by any process.
+/// Opaque: only equality means something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Revision(u64);
+
+impl Revision {
+    /// The revision of a key that does not exist.
+    pub const ABSENT: Revision = Revision(0);
+
+    /// The revision a store calls `raw` (never 0 for a key that exists).
+    pub fn new(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// What the store called it.
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+/// What a [`SharedStore::put_if`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Conditional {
+    /// The value is stored, durably; the key's new revision.
+    Written(Revision),
+    /// Another writer changed the key first: nothing was written; the key's revision now.
+    Conflict(Revision),
 }
 
 /// The place of a [`Store::put_unsynced`] write in its store's order, to wait for with

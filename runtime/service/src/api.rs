@@ -58,6 +58,7 @@ use assignor_coordinator::Assignor;
 use assignor_coordinator::json::{AssignmentView, parse_document_with};
 use assignor_coordinator::{
     AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription, Pending,
+    Prepared,
 };
 use assignor_protocol::{
     AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
@@ -617,6 +618,7 @@ async fn put_group(
         let configs = doc.has_configs.then_some(doc.group.configs);
         let mut state = t.state();
         let c = &mut state.coordinator;
+        c.refresh_group(&group)?;
         c.replace_group(&group, configs, doc.topology, doc.group.members)?;
         let d = c.describe(&group)?;
         tracing::info!(group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
@@ -670,7 +672,20 @@ async fn assign(
     TenantCaller(t): TenantCaller,
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
-    let planned = plan(&t, &t.lock().await.coordinator, &group)?;
+    let planned = if t.shared {
+        // Another replica may have changed the group: read it again first (a network read,
+        // so on the pool).
+        let g = group.clone();
+        blocking(&t, move |t| {
+            t.state().coordinator.refresh_group(&g)?;
+            // An upload another replica stored is loaded and checked here before it serves.
+            t.load_selected_upload(&g)?;
+            plan(t, &t.state().coordinator, &g)
+        })
+        .await?
+    } else {
+        plan(&t, &t.lock().await.coordinator, &group)?
+    };
     let job = match planned {
         Planned::Run(job) => job,
         Planned::Current(answer, pending) => {
@@ -712,9 +727,30 @@ async fn assign(
     let outcome = done.outcome().map(|u| u.fuel).map_err(|e| e.kind);
     // A success commits here: an in-memory change and one buffered write, as does a refusal
     // for want of capacity, which writes nothing. A failure is recorded durably (a flush), on
-    // the pool.
-    let committed = if outcome.is_ok() || outcome == Err(ErrorKind::Capacity) {
+    // the pool, and so is every commit to a store replicas share (a conditional write, which
+    // waits for the cluster).
+    let quick = outcome.is_ok() || outcome == Err(ErrorKind::Capacity);
+    let committed = if quick && !t.shared {
         commit(&t, &mut t.lock().await.coordinator, done, &group)
+    } else if t.shared {
+        // The conditional write's round trip runs without the tenant's lock, so other groups'
+        // commits go on meanwhile and the cluster batches them.
+        let g = group.clone();
+        blocking(&t, move |t| {
+            let prepared = t.state().coordinator.prepare_commit(done)?;
+            let pending = match prepared {
+                Prepared::Write(write) => {
+                    let written = write.write()?;
+                    t.state().coordinator.finish_commit(written)?
+                }
+                Prepared::Done(pending) => pending,
+                _ => return Err(ApiError::internal("unknown commit step")),
+            };
+            let state = t.state();
+            Ok((target_answer(t, &state.coordinator, &g)?, pending))
+        })
+        .instrument(span.clone())
+        .await
     } else {
         let g = group.clone();
         blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
@@ -767,7 +803,15 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
-    let (answer, pending) = {
+    let (answer, pending) = if t.shared {
+        blocking(t, move |t| {
+            let mut state = t.state();
+            state.coordinator.refresh_group(&group)?;
+            let c = &state.coordinator;
+            Ok((target_answer(t, c, &group)?, c.pending_writes()))
+        })
+        .await?
+    } else {
         let c = &t.lock().await.coordinator;
         (target_answer(t, c, &group)?, c.pending_writes())
     };

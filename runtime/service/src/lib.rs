@@ -48,7 +48,12 @@
 //!   `max.capture.bytes` in all (the oldest dropped first).
 //!
 //!   With `service.store=etcd://…` the same keys live in an etcd cluster instead
-//!   ([`EtcdStore`]), and `store.redb` is not used.
+//!   ([`EtcdStore`]), and `store.redb` is not used. Several replicas may then share the
+//!   cluster: each reads a group again before it plans, changes or answers it, writes it
+//!   conditionally on the revision it read (`SharedStore::put_if`; a replica whose target
+//!   commit loses answers with the winner's), and loads and checks an upload another replica
+//!   stored when a group selects it. Replaced or deleted uploads and changed limits reach a
+//!   replica only when it restarts (no watch yet).
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
 //!   they have been imported (see [`import`](assignor_coordinator::store::import)).

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use assignor_coordinator::store::{Store, StoreError, SyncToken};
+use assignor_coordinator::store::{
+    Conditional, Revision, SharedStore, Store, StoreError, SyncToken,
+};
 
 /// A [`Store`] confined to the keys under one prefix.
 #[derive(Debug)]
@@ -54,6 +56,47 @@ impl Store for Namespaced {
 
     fn sync_then(&self, token: SyncToken, done: Box<dyn FnOnce(Result<(), StoreError>) + Send>) {
         self.inner.sync_then(token, done)
+    }
+
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        self.inner.shared().map(|_| self as &dyn SharedStore)
+    }
+}
+
+/// The shared store's conditional operations, confined to the namespace like the rest.
+impl SharedStore for Namespaced {
+    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+        Ok(self
+            .shared_inner()?
+            .load_all_revisions()?
+            .into_iter()
+            .filter_map(|(k, v, r)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v, r)))
+            .collect())
+    }
+
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError> {
+        self.shared_inner()?.get(&format!("{}{key}", self.prefix))
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        value: &[u8],
+        expected: Revision,
+    ) -> Result<Conditional, StoreError> {
+        self.shared_inner()?
+            .put_if(&format!("{}{key}", self.prefix), value, expected)
+    }
+}
+
+impl Namespaced {
+    /// The inner store's conditional operations: reached only through [`Store::shared`],
+    /// which offers them only when the inner store has them.
+    fn shared_inner(&self) -> Result<&dyn SharedStore, StoreError> {
+        self.inner.shared().ok_or_else(|| StoreError::Backend {
+            backend: format!("{:?}", self.inner),
+            source: "the store is not shared, so it has no conditional writes".into(),
+        })
     }
 }
 

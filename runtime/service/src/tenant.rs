@@ -63,6 +63,22 @@ pub(crate) struct TenantState {
     _broker_cached: Vec<CacheRef>,
 }
 
+impl TenantState {
+    /// Puts a checked upload of `bytes` bytes in the registry (replacing one of its name) and
+    /// the upload list.
+    fn make_selectable(&mut self, name: &str, bytes: usize, checked: CheckedUpload) {
+        let upload = Upload {
+            sha256: checked.assignor.sha256(),
+            bytes,
+            _cached: checked.cached,
+        };
+        self.coordinator
+            .registry_mut()
+            .insert(Assignor::Component(Arc::new(checked.assignor)));
+        self.uploads.insert(name.to_owned(), upload);
+    }
+}
+
 /// A tenant's limits in force and what enforces them. Replaced whole when an admin changes
 /// the limits; work already started keeps the settings it started with.
 #[derive(Debug)]
@@ -94,6 +110,10 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct Tenant {
     pub(crate) name: String,
+    /// Whether the store is shared with other service replicas (etcd): each group is then
+    /// read again before it is planned, changed or answered, and its writes are conditional
+    /// network round trips, made on the blocking pool.
+    pub(crate) shared: bool,
     broker: BrokerConfig,
     /// The service's compiled-component cache, shared by every tenant.
     cache: Arc<SharedDir>,
@@ -291,6 +311,7 @@ impl Tenant {
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
+            shared: store.shared().is_some(),
             broker: broker.clone(),
             cache: cache.clone(),
             configured: config.limits.clone(),
@@ -552,17 +573,63 @@ impl Tenant {
             .map_err(|e| {
                 ApiError::internal(format!("storing the upload failed, nothing changed: {e}"))
             })?;
-        let upload = Upload {
-            sha256: checked.assignor.sha256(),
-            bytes: bytes.len(),
-            _cached: checked.cached,
-        };
-        state
-            .coordinator
-            .registry_mut()
-            .insert(Assignor::Component(Arc::new(checked.assignor)));
-        state.uploads.insert(name.to_owned(), upload);
+        state.make_selectable(name, bytes.len(), checked);
         Ok(replaced)
+    }
+
+    /// On a store replicas share: the upload `group` selects when this replica has not loaded
+    /// it (another replica stored it since this one started), loaded and checked here exactly
+    /// as an upload is (load, `name()`, trial assignment, under this tenant's limits), then
+    /// made selectable; it is not written again. `Ok(false)` when there is nothing to load:
+    /// the store is not shared, the group selects no upload or one already loaded, or no such
+    /// upload is stored. A stored upload that fails the checks here is an error naming it,
+    /// and the group is not computed with another assignor meanwhile.
+    pub(crate) fn load_selected_upload(&self, group: &str) -> Result<bool, ApiError> {
+        let Some(shared) = self.store.shared() else {
+            return Ok(false);
+        };
+        let name = {
+            let state = self.state();
+            let c = &state.coordinator;
+            match c.config(group)?.assignor_name.clone() {
+                Some(name) if c.registry().get(&name).is_none() => name,
+                _ => return Ok(false),
+            }
+        };
+        let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+        let stored = shared.get(&key).map_err(|e| {
+            ApiError::internal(format!(
+                "reading upload `{name}` from the store failed: {e}"
+            ))
+        })?;
+        let Some((bytes, _)) = stored else {
+            return Ok(false);
+        };
+        let settings = self.settings();
+        let checked = Self::size_passed(settings.limits.max_component_bytes, bytes.len());
+        let loaded = self.load_upload(&settings, checked, &name, &bytes);
+        let checked = loaded
+            .and_then(|loaded| self.check_loaded(&settings, loaded, &name, bytes.len()))
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "POLICY_VIOLATION",
+                    format!(
+                        "group `{group}` selects upload `{name}`, stored by another replica, \
+                         which does not pass this replica's checks: {}",
+                        e.message
+                    ),
+                )
+                .with("assignor", name.clone())
+            })?;
+        let mut state = self.state();
+        if state.uploads.contains_key(&name) {
+            // Loaded meanwhile by another request of this replica.
+            return Ok(true);
+        }
+        tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
+        state.make_selectable(&name, bytes.len(), checked);
+        Ok(true)
     }
 
     /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):

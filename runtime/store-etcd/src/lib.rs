@@ -1,5 +1,7 @@
 //! [`EtcdStore`]: the coordinator's [`Store`] on an etcd cluster (v3 API), so that state
-//! survives the loss of a machine, and (next) several service replicas can share it.
+//! survives the loss of a machine, and several service replicas can share it: besides the
+//! [`Store`], it is a [`SharedStore`] (each key's revision, one-key reads, and puts
+//! conditioned on the revision, for the coordinator's group records).
 //!
 //! The [`Store`] trait is synchronous and the service calls it from its tokio worker threads,
 //! where blocking on another runtime would panic or starve them. So the etcd client lives on a
@@ -60,13 +62,15 @@
 
 #![deny(missing_docs)]
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use assignor_coordinator::store::{Store, StoreError, SyncToken};
+use assignor_coordinator::store::queue::{Done, Refusal, Write};
+use assignor_coordinator::store::{
+    Conditional, Revision, SharedStore, Store, StoreError, SyncToken,
+};
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -256,50 +260,12 @@ pub fn parse_url(url: &str) -> Result<Vec<String>, UrlError> {
     Ok(endpoints)
 }
 
-/// A [`Store::sync_then`] callback.
-type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
-
 /// The store on an etcd cluster. See the crate documentation for its layout and its behaviour
 /// when the cluster fails.
 pub struct EtcdStore {
     shared: Arc<writer::Shared>,
     /// The client thread, joined when the store is dropped.
     thread: Option<JoinHandle<()>>,
-}
-
-/// A queued put (with its value) or delete (without).
-struct Write {
-    key: String,
-    value: Option<Vec<u8>>,
-}
-
-impl Write {
-    fn bytes(&self) -> usize {
-        self.key.len() + self.value.as_ref().map_or(0, Vec::len)
-    }
-}
-
-/// The writer's work and what it has done, behind [`writer::Shared::queue`].
-#[derive(Default)]
-struct Queue {
-    /// Writes not yet taken by the writer, in the order they were made.
-    writes: VecDeque<Write>,
-    /// The bytes of `writes` and of the batch being committed.
-    bytes: usize,
-    /// The sequence number of the last write queued.
-    written: u64,
-    /// Writes up to this sequence number are committed.
-    durable: u64,
-    /// Writes up to this sequence number were answered with an error (their transaction timed
-    /// out); a later commit may still land them, which `durable` then says.
-    failed: u64,
-    /// [`sync_then`](Store::sync_then) callers to answer: each waiter's token and callback.
-    waiters: Vec<(u64, Done)>,
-    /// While the cluster fails to commit: why. New writes are refused until a commit succeeds.
-    outage: Option<String>,
-    /// Set when the store is dropped: commit what is queued (unless the cluster is down),
-    /// then exit.
-    stop: bool,
 }
 
 impl EtcdStore {
@@ -333,157 +299,125 @@ impl EtcdStore {
 
     /// Queues `write` for the writer and returns its token, after waiting for room.
     fn enqueue(&self, write: Write) -> Result<SyncToken, StoreError> {
+        self.check(&write.key, write.value.as_deref())?;
+        self.shared.queue.enqueue(write)
+    }
+
+    /// Refuses a key or value over its limit, naming it, before anything is sent.
+    fn check(&self, key: &str, value: Option<&[u8]>) -> Result<(), StoreError> {
         let limits = &self.shared.limits;
-        if write.key.len() > MAX_KEY_BYTES {
+        if key.len() > MAX_KEY_BYTES {
             return Err(self.shared.refused(format!(
-                "a key holds at most {MAX_KEY_BYTES} bytes, and {:.64?}… is {} bytes",
-                write.key,
-                write.key.len()
+                "a key holds at most {MAX_KEY_BYTES} bytes, and {key:.64?}… is {} bytes",
+                key.len()
             )));
         }
-        if let Some(value) = &write.value
+        if let Some(value) = value
             && value.len() > limits.max_value_bytes
         {
             return Err(self.shared.refused(format!(
-                "a value holds at most {} bytes (EtcdLimits::max_value_bytes), and key {:?}'s \
+                "a value holds at most {} bytes (EtcdLimits::max_value_bytes), and key {key:?}'s \
                  is {} bytes",
                 limits.max_value_bytes,
-                write.key,
                 value.len()
             )));
         }
-        let size = write.bytes();
-        let mut queue = self.shared.queue();
-        loop {
-            if let Some(outage) = &queue.outage {
-                return Err(self.shared.outage(outage));
-            }
-            if queue.stop {
-                return Err(self.shared.refused("the store is closing".into()));
-            }
-            if queue.bytes == 0 || queue.bytes + size <= limits.max_queued_bytes {
-                break;
-            }
-            queue = self
-                .shared
-                .committed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        queue.bytes += size;
-        queue.writes.push_back(write);
-        queue.written += 1;
-        let token = SyncToken::new(queue.written);
-        drop(queue);
-        self.shared.work.notify_one();
-        Ok(token)
+        Ok(())
     }
 }
 
 impl Store for EtcdStore {
     fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         // Every write made before this call is committed (or has failed) once this returns.
-        let written = self.shared.queue().written;
-        self.sync(SyncToken::new(written))?;
-        self.shared.read_all()
+        self.sync(self.shared.queue.last_written())?;
+        Ok(self
+            .shared
+            .read(None)?
+            .into_iter()
+            .map(|(key, value, _)| (key, value))
+            .collect())
     }
 
     fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let token = self.put_unsynced(key, value)?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::put(key, value))?)
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let token = self.enqueue(Write {
-            key: key.to_owned(),
-            value: None,
-        })?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::delete(key))?)
     }
 
     fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
-        self.enqueue(Write {
-            key: key.to_owned(),
-            value: Some(value.to_vec()),
-        })
+        self.enqueue(Write::put(key, value))
     }
 
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
-        let mut queue = self.shared.queue();
-        loop {
-            if let Some(answer) = self.shared.answer_for(&queue, token.sequence()) {
-                return answer;
-            }
-            queue = self
-                .shared
-                .committed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        self.shared.queue.sync(token)
     }
 
     fn sync_then(&self, token: SyncToken, done: Done) {
-        let mut queue = self.shared.queue();
-        match self.shared.answer_for(&queue, token.sequence()) {
-            Some(answer) => {
-                drop(queue);
-                done(answer);
-            }
-            // The transaction that holds the write answers.
-            None => queue.waiters.push((token.sequence(), done)),
-        }
+        self.shared.queue.sync_then(token, done);
+    }
+
+    fn shared(&self) -> Option<&dyn SharedStore> {
+        Some(self)
+    }
+}
+
+/// Each call first waits for every write queued before it, so it is ordered after them.
+impl SharedStore for EtcdStore {
+    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+        self.sync(self.shared.queue.last_written())?;
+        self.shared.read(None)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError> {
+        self.sync(self.shared.queue.last_written())?;
+        Ok(self
+            .shared
+            .read(Some(key.to_owned()))?
+            .pop()
+            .map(|(_, value, revision)| (value, revision)))
+    }
+
+    fn put_if(
+        &self,
+        key: &str,
+        value: &[u8],
+        expected: Revision,
+    ) -> Result<Conditional, StoreError> {
+        self.check(key, Some(value))?;
+        self.sync(self.shared.queue.last_written())?;
+        self.shared.put_if(key, value, expected)
+    }
+}
+
+/// The error of a write, or a sync, the write queue refuses (see
+/// [`OnFailure::RefuseUntilCommitted`](assignor_coordinator::store::queue::OnFailure)), from the
+/// store `backend` with `limits`.
+fn refusal_error(backend: &str, limits: &EtcdLimits, refusal: Refusal<'_>) -> StoreError {
+    let timeout = limits.request_timeout.as_millis();
+    let why = match refusal {
+        // A write whose transaction did not commit in time: it was not acknowledged, and it
+        // stays queued, so it lands (in order) once the cluster commits.
+        Refusal::Unacknowledged(why) | Refusal::Failed(why) => format!(
+            "the cluster did not commit within {timeout} ms ({why}): the write is not \
+             acknowledged, and is retried in order until a quorum of the etcd members answers \
+             again; check that a majority of them are running and reachable"
+        ),
+        Refusal::Outage(why) => format!(
+            "writes are refused (nothing was written) until the cluster commits again: it did \
+             not commit within {timeout} ms ({why}); check that a majority of the etcd members \
+             (a quorum) are running and reachable"
+        ),
+        _ => "the store is closing".to_owned(),
+    };
+    StoreError::Backend {
+        backend: backend.to_owned(),
+        source: why.into(),
     }
 }
 
 impl writer::Shared {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        // Every change to the queue is made by statements that do not panic, so a panic
-        // elsewhere cannot leave it half-updated.
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// What `sync` of write `sequence` answers now, or `None` while it is still pending.
-    fn answer_for(&self, queue: &Queue, sequence: u64) -> Option<Result<(), StoreError>> {
-        if queue.durable >= sequence {
-            Some(Ok(()))
-        } else if queue.failed >= sequence {
-            Some(Err(self.unavailable(
-                queue.outage.as_deref().unwrap_or("its transaction failed"),
-            )))
-        } else {
-            None
-        }
-    }
-
-    /// The error of a write whose transaction did not commit in time: it was not
-    /// acknowledged, and it stays queued, so it lands (in order) once the cluster commits.
-    fn unavailable(&self, why: &str) -> StoreError {
-        StoreError::Backend {
-            backend: self.name.clone(),
-            source: format!(
-                "the cluster did not commit within {} ms ({why}): the write is not \
-                 acknowledged, and is retried in order until a quorum of the etcd members \
-                 answers again; check that a majority of them are running and reachable",
-                self.limits.request_timeout.as_millis()
-            )
-            .into(),
-        }
-    }
-
-    /// The error of a write refused, unwritten, while the cluster does not commit.
-    fn outage(&self, why: &str) -> StoreError {
-        StoreError::Backend {
-            backend: self.name.clone(),
-            source: format!(
-                "writes are refused (nothing was written) until the cluster commits again: it \
-                 did not commit within {} ms ({why}); check that a majority of the etcd \
-                 members (a quorum) are running and reachable",
-                self.limits.request_timeout.as_millis()
-            )
-            .into(),
-        }
-    }
-
     /// The error of a write the store refuses for what it is.
     fn refused(&self, why: String) -> StoreError {
         StoreError::Backend {
@@ -495,8 +429,7 @@ impl writer::Shared {
 
 impl Drop for EtcdStore {
     fn drop(&mut self) {
-        self.shared.queue().stop = true;
-        self.shared.work.notify_one();
+        self.shared.queue.stop();
         if let Some(thread) = self.thread.take() {
             // A `sync_then` callback may drop the last handle on the client thread itself,
             // which cannot wait for itself: it exits on its own.
@@ -624,7 +557,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("tenant/t/group/huge"), "{message}");
-        assert_eq!(small.shared.queue().written, 0, "nothing queued");
+        assert_eq!(
+            small.shared.queue.last_written(),
+            SyncToken::DURABLE,
+            "nothing queued"
+        );
     }
 
     /// A put stopped between its chunks and its manifest is not visible to another store on
@@ -661,6 +598,63 @@ mod tests {
         let loaded = reader.load_all().unwrap();
         assert_eq!(loaded.len(), 2);
         assert!(loaded[0].1 == value);
+    }
+
+    /// Two stores on one cluster: a conditional put from the revision both read lands for
+    /// the first and is refused for the second, which is told the winner's revision and reads
+    /// the winner's value; a put from that revision then lands. Inline and chunked values
+    /// alike, and a put from "absent" is refused once the key exists.
+    #[test]
+    fn conditional_puts_let_one_writer_win() {
+        let cluster = Cluster::start(1).unwrap();
+        let a = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let b = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let (a, b) = (a.shared().unwrap(), b.shared().unwrap());
+        for (key, small) in [
+            ("tenant/t/group/small", true),
+            ("tenant/t/group/big", false),
+        ] {
+            let value = |seed| {
+                if small {
+                    vec![seed; 100]
+                } else {
+                    big(3 << 20, seed)
+                }
+            };
+            let Conditional::Written(first) = a.put_if(key, &value(1), Revision::ABSENT).unwrap()
+            else {
+                panic!("{key}: the first put from absent is refused");
+            };
+            assert_eq!(
+                b.put_if(key, &value(2), Revision::ABSENT).unwrap(),
+                Conditional::Conflict(first)
+            );
+            let Conditional::Written(won) = a.put_if(key, &value(3), first).unwrap() else {
+                panic!("{key}: a put from the current revision is refused");
+            };
+            assert_ne!(won, first);
+            assert_eq!(
+                b.put_if(key, &value(4), first).unwrap(),
+                Conditional::Conflict(won),
+                "{key}: b's put from the older revision loses"
+            );
+            let (read, revision) = b.get(key).unwrap().unwrap();
+            assert!(
+                read == value(3) && revision == won,
+                "{key}: b reads a's value"
+            );
+            assert!(matches!(
+                b.put_if(key, &value(5), won).unwrap(),
+                Conditional::Written(_)
+            ));
+        }
+        assert_eq!(b.get("tenant/t/group/none").unwrap(), None);
+        let all = a.load_all_revisions().unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(
+            all.iter()
+                .all(|(k, _, r)| a.get(k).unwrap().unwrap().1 == *r)
+        );
     }
 
     /// Good URLs give one http endpoint per member; each kind of bad URL is refused naming

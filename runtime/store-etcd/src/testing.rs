@@ -269,6 +269,32 @@ impl Cluster {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// Each key under `prefix` with its version, how many times it was written since it was
+    /// created: the write history tests check (e.g. one target commit per group epoch).
+    /// Bounded by 10 s.
+    pub fn versions(&self, prefix: &str) -> Result<Vec<(String, i64)>, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        let read = async {
+            let mut client = etcd_client::Client::connect(self.endpoints(), None).await?;
+            let options = etcd_client::GetOptions::new()
+                .with_prefix()
+                .with_keys_only();
+            client.get(prefix, Some(options)).await
+        };
+        let response = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), read).await })
+            .map_err(|_| "the cluster did not answer within 10 s".to_owned())?
+            .map_err(|e| format!("reading {prefix:?}: {e}"))?;
+        Ok(response
+            .kvs()
+            .iter()
+            .map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.version()))
+            .collect())
+    }
 }
 
 /// `GET /health` on a member's client port answers `"health":"true"`.

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -16,10 +16,11 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use assignor_coordinator::store::StoreError;
+use assignor_coordinator::store::queue::{GroupCommitQueue, OnFailure, Receipt, Write};
+use assignor_coordinator::store::{Conditional, Revision, StoreError};
 
+use crate::EtcdLimits;
 use crate::value::{self, Manifest};
-use crate::{Done, EtcdLimits, Queue};
 
 /// Keys per page when reading inline values (each at most a chunk, 1 MiB): bounds one
 /// response.
@@ -44,37 +45,28 @@ pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) limits: EtcdLimits,
     prefix: String,
-    pub(crate) queue: Mutex<Queue>,
-    /// Signalled when a transaction has committed or failed: room in the queue, and answers
-    /// for `sync` callers.
-    pub(crate) committed: Condvar,
-    /// Signalled when a write is queued or the store is dropped.
-    pub(crate) work: Notify,
+    /// The writes waiting for the writer task; it refuses writes while the cluster does not
+    /// commit, and recovers once it does.
+    pub(crate) queue: GroupCommitQueue,
+    /// Notified by the queue when a write is queued or the store is dropped.
+    work: Arc<Notify>,
     /// The client thread's runtime, where reads are spawned.
     runtime: tokio::runtime::Handle,
     pub(crate) kv: KvClient,
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
-    pub(crate) hold: Mutex<Option<(mpsc::Sender<()>, tokio::sync::oneshot::Receiver<()>)>>,
+    pub(crate) hold:
+        std::sync::Mutex<Option<(mpsc::Sender<()>, tokio::sync::oneshot::Receiver<()>)>>,
 }
 
 /// A run of writes committed in one transaction: inline puts and deletes, or one large put.
 enum Segment {
     /// The last write of each key among the run's (their transaction applies them at once,
-    /// and etcd refuses a transaction naming one key twice), and how many writes the run took.
-    Small(BTreeMap<String, Option<Vec<u8>>>, usize),
+    /// and etcd refuses a transaction naming one key twice).
+    Small(BTreeMap<String, Option<Vec<u8>>>),
     /// A value over the chunk size.
     Large(String, Vec<u8>),
-}
-
-impl Segment {
-    fn writes(&self) -> usize {
-        match self {
-            Segment::Small(_, n) => *n,
-            Segment::Large(..) => 1,
-        }
-    }
 }
 
 /// Starts the client thread, connects and sweeps; returns once the store can be used.
@@ -174,17 +166,27 @@ async fn connect(
     let kv = client
         .kv_client()
         .max_decoding_message_size(MAX_RESPONSE_BYTES);
+    let work = Arc::new(Notify::new());
+    let backend = name.clone();
+    let queue = GroupCommitQueue::new(
+        limits.max_queued_bytes,
+        OnFailure::RefuseUntilCommitted,
+        move |refusal| crate::refusal_error(&backend, &limits, refusal),
+    )
+    .waking({
+        let work = Arc::clone(&work);
+        move || work.notify_one()
+    });
     let shared = Arc::new(Shared {
         name,
         limits,
         prefix,
-        queue: Mutex::default(),
-        committed: Condvar::new(),
-        work: Notify::new(),
+        queue,
+        work,
         runtime,
         kv,
         #[cfg(test)]
-        hold: Mutex::new(None),
+        hold: std::sync::Mutex::new(None),
     });
     // The first request tells a cluster that answers from one that does not.
     let probe_key = shared.key("v/");
@@ -249,18 +251,10 @@ where
 /// its waiters, until the store is dropped.
 async fn run(shared: Arc<Shared>) {
     loop {
-        let next = {
-            let mut queue = shared.queue();
-            if queue.writes.is_empty() {
-                if queue.stop {
-                    return;
-                }
-                None
-            } else {
-                Some(shared.take_segment(&mut queue))
+        let Some((segment, receipt)) = shared.take_segment() else {
+            if shared.queue.is_stopping() {
+                return;
             }
-        };
-        let Some((segment, bytes)) = next else {
             shared.work.notified().await;
             continue;
         };
@@ -272,7 +266,7 @@ async fn run(shared: Arc<Shared>) {
             // coordinator already holds them.
             let mut pause = RETRY_PAUSE;
             while committed.is_err() {
-                if shared.queue().stop {
+                if shared.queue.is_stopping() {
                     tracing::warn!(
                         backend = %shared.name,
                         "closing while the cluster does not commit: the writes still queued \
@@ -288,7 +282,7 @@ async fn run(shared: Arc<Shared>) {
             tracing::info!(backend = %shared.name, "the cluster commits again: writes resume");
         }
         let swept = committed.unwrap_or(false);
-        shared.committed_segment(segment.writes(), bytes);
+        shared.queue.committed(receipt);
         if swept && let Err(e) = shared.sweep().await {
             tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
         }
@@ -306,50 +300,52 @@ impl Shared {
     }
 
     /// Takes the next transaction's writes off the queue (they stay counted in its bytes
-    /// until committed).
-    fn take_segment(&self, queue: &mut Queue) -> (Segment, usize) {
+    /// until committed): one large value alone, or a run of small ones within the
+    /// transaction's operation and byte limits.
+    fn take_segment(&self) -> Option<(Segment, Receipt)> {
         let limits = &self.limits;
-        let first = queue.writes.front().expect("a write is queued");
-        if first
-            .value
-            .as_ref()
-            .is_some_and(|v| v.len() > limits.chunk_bytes)
-        {
-            let write = queue.writes.pop_front().expect("a write is queued");
-            let bytes = write.bytes();
-            let value = write.value.expect("a put");
-            return (Segment::Large(write.key, value), bytes);
-        }
-        let (mut last, mut taken, mut bytes, mut request) = (BTreeMap::new(), 0, 0, 0);
-        while let Some(write) = queue.writes.front() {
-            let large = write
+        let large = |write: &Write| {
+            write
                 .value
                 .as_ref()
-                .is_some_and(|v| v.len() > limits.chunk_bytes);
+                .is_some_and(|v| v.len() > limits.chunk_bytes)
+        };
+        let (mut first_large, mut first) = (false, true);
+        let (mut keys, mut request) = (HashSet::new(), 0);
+        let (writes, receipt) = self.queue.take_batch(|write| {
+            if std::mem::take(&mut first) && large(write) {
+                first_large = true;
+                return true;
+            }
             // Each key costs two operations (its form is written and its other form deleted),
             // so it is sent twice, with the prefix, the hash and some framing.
             let sent = write.value.as_ref().map_or(0, Vec::len)
                 + 2 * (self.prefix.len() + write.key.len())
                 + TXN_OP_OVERHEAD;
-            let fits = (last.len() + 1) * 2 <= limits.max_txn_ops
+            let fits = (keys.len() + 1) * 2 <= limits.max_txn_ops
                 && request + sent <= limits.max_txn_bytes;
-            if large || (taken > 0 && !fits) {
-                break;
+            // The queue takes the first write whatever this says.
+            if first_large || large(write) || (!keys.is_empty() && !fits) {
+                return false;
             }
-            let write = queue.writes.pop_front().expect("a write is queued");
-            bytes += write.bytes();
+            keys.insert(write.key.clone());
             request += sent;
-            last.insert(write.key, write.value);
-            taken += 1;
+            true
+        })?;
+        if first_large {
+            let write = writes.into_iter().next().expect("the first write");
+            let value = write.value.expect("a large write is a put");
+            return Some((Segment::Large(write.key, value), receipt));
         }
-        (Segment::Small(last, taken), bytes)
+        let last = writes.into_iter().map(|w| (w.key, w.value)).collect();
+        Some((Segment::Small(last), receipt))
     }
 
     /// Commits `segment`, retrying failed requests until `deadline`; `Ok(true)` when it
     /// replaced or deleted a manifest, so chunks may have lost their last reference.
     async fn commit(&self, segment: &Segment, deadline: Instant) -> Result<bool, String> {
         match segment {
-            Segment::Small(writes, _) => {
+            Segment::Small(writes) => {
                 let mut ops = Vec::with_capacity(writes.len() * 2);
                 for (key, value) in writes {
                     let (inline, manifest) =
@@ -459,34 +455,7 @@ impl Shared {
             "the etcd cluster did not commit in time: waiting writes fail, new writes are refused \
              until it does"
         );
-        let mut queue = self.queue();
-        queue.outage = Some(why.to_owned());
-        queue.failed = queue.written;
-        let waiters = std::mem::take(&mut queue.waiters);
-        drop(queue);
-        self.committed.notify_all();
-        for (_, done) in waiters {
-            done(Err(self.unavailable(why)));
-        }
-    }
-
-    /// Records a committed transaction of `writes` writes and `bytes` bytes and answers the
-    /// waiters it covers.
-    fn committed_segment(&self, writes: usize, bytes: usize) {
-        let mut queue = self.queue();
-        queue.outage = None;
-        queue.durable += writes as u64;
-        queue.bytes -= bytes;
-        let durable = queue.durable;
-        let (ready, waiting): (Vec<(u64, Done)>, _) = std::mem::take(&mut queue.waiters)
-            .into_iter()
-            .partition(|(t, _)| *t <= durable);
-        queue.waiters = waiting;
-        drop(queue);
-        self.committed.notify_all();
-        for (_, done) in ready {
-            done(Ok(()));
-        }
+        self.queue.failed(why);
     }
 
     /// Removes chunks no manifest references, in transactions that hold only if no manifest
@@ -499,7 +468,7 @@ impl Shared {
             .scan(&manifests_prefix, None, KEY_PAGE, false, deadline)
             .await?;
         let mut referenced = HashSet::new();
-        for (key, record) in &manifests {
+        for (key, record, _) in &manifests {
             let manifest = Manifest::decode(record, self.limits.max_value_bytes)
                 .map_err(|e| format!("manifest {key:?}: {e}; nothing removed"))?;
             referenced.extend(manifest.chunks.iter().map(|(h, _)| self.chunk_key(h)));
@@ -509,7 +478,7 @@ impl Shared {
             .await?;
         let orphans: Vec<String> = chunks
             .into_iter()
-            .map(|(k, _)| k)
+            .map(|(k, _, _)| k)
             .filter(|k| !referenced.contains(k))
             .collect();
         let mut removed = 0;
@@ -543,8 +512,8 @@ impl Shared {
         Ok(())
     }
 
-    /// Every key (as a string) and value under `prefix` at `revision` (the latest when
-    /// `None`), in pages of `page` keys; and the revision read.
+    /// Every key (as a string), value and `mod_revision` under `prefix` at `revision` (the
+    /// latest when `None`), in pages of `page` keys; and the revision read.
     async fn scan(
         &self,
         prefix: &str,
@@ -552,9 +521,24 @@ impl Shared {
         page: i64,
         keys_only: bool,
         deadline: Instant,
-    ) -> Result<(Vec<(String, Vec<u8>)>, i64), String> {
+    ) -> Result<(Vec<(String, Vec<u8>, i64)>, i64), String> {
         let end = prefix_end(prefix.as_bytes());
-        let mut start = prefix.as_bytes().to_vec();
+        self.scan_range(prefix, end, revision, page, keys_only, deadline)
+            .await
+    }
+
+    /// [`scan`](Self::scan) of the keys from `start` (included) to `end` (excluded).
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Vec<u8>,
+        revision: Option<i64>,
+        page: i64,
+        keys_only: bool,
+        deadline: Instant,
+    ) -> Result<(Vec<(String, Vec<u8>, i64)>, i64), String> {
+        let prefix = start;
+        let mut start = start.as_bytes().to_vec();
         let mut revision = revision;
         let mut out = Vec::new();
         loop {
@@ -579,11 +563,12 @@ impl Shared {
             start = last.key().to_vec();
             start.push(0);
             for kv in kvs {
+                let mod_revision = kv.mod_revision();
                 let (key, value) = kv.into_key_value();
                 let key = String::from_utf8(key).map_err(|e| {
                     format!("a key under {prefix:?} is not UTF-8: {:?}", e.as_bytes())
                 })?;
-                out.push((key, value));
+                out.push((key, value, mod_revision));
             }
             if !more {
                 break;
@@ -592,19 +577,191 @@ impl Shared {
         Ok((out, revision.unwrap_or(0)))
     }
 
-    /// Every key and value, checked, at one revision: the inline values and the manifests
-    /// with their chunks. Runs on the client thread; the caller waits for its answer.
-    pub(crate) fn read_all(self: &Arc<Self>) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    /// Every key (or only `only`) with its value and revision, checked, at one revision: the
+    /// inline values and the manifests with their chunks. Runs on the client thread; the
+    /// caller waits for its answer.
+    pub(crate) fn read(
+        self: &Arc<Self>,
+        only: Option<String>,
+    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         let shared = Arc::clone(self);
         self.runtime.spawn(async move {
-            let _ = tx.send(shared.load().await);
+            let _ = tx.send(shared.load(only.as_deref()).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
     }
 
-    async fn load(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if) on the
+    /// client thread; the caller waits for its answer.
+    pub(crate) fn put_if(
+        self: &Arc<Self>,
+        key: &str,
+        value: &[u8],
+        expected: Revision,
+    ) -> Result<Conditional, StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let shared = Arc::clone(self);
+        let (key, value) = (key.to_owned(), value.to_vec());
+        self.runtime.spawn(async move {
+            let deadline = Instant::now() + shared.limits.request_timeout;
+            let outcome = shared.conditional(&key, &value, expected, deadline).await;
+            let answer = match outcome {
+                Ok((conditional, swept)) => {
+                    if swept && let Err(e) = shared.sweep().await {
+                        tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
+                    }
+                    Ok(conditional)
+                }
+                Err(why) => Err(StoreError::Backend {
+                    backend: shared.name.clone(),
+                    source: format!(
+                        "a conditional write of {key:?} did not commit within {} ms ({why}); \
+                         it may or may not have landed: read the key again; check that a \
+                         majority of the etcd members (a quorum) are running and reachable",
+                        shared.limits.request_timeout.as_millis()
+                    )
+                    .into(),
+                }),
+            };
+            let _ = tx.send(answer);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(self.refused("the store closed during the write".into())))
+    }
+
+    /// Writes `value` under `key` if its revision is `expected`: in one transaction whose
+    /// compares check the key's form (inline or manifest) is still the one at `expected`
+    /// (and a large value's chunks exist), and whose else-branch reads both forms, so a
+    /// refusal says the revision now. A transaction retried after a lost answer may find its
+    /// own write: the key then holds exactly the record sent, which counts as written.
+    /// Returns what happened, and whether a manifest was replaced or deleted (chunks to sweep).
+    async fn conditional(
+        &self,
+        key: &str,
+        value: &[u8],
+        expected: Revision,
+        deadline: Instant,
+    ) -> Result<(Conditional, bool), String> {
+        let (inline_key, manifest_key) =
+            (self.key(&format!("v/{key}")), self.key(&format!("m/{key}")));
+        let mut compares = match decode_revision(expected) {
+            None => vec![
+                Compare::version(inline_key.as_str(), CompareOp::Equal, 0),
+                Compare::version(manifest_key.as_str(), CompareOp::Equal, 0),
+            ],
+            Some((revision, manifest)) => {
+                let (present, other) = if manifest {
+                    (&manifest_key, &inline_key)
+                } else {
+                    (&inline_key, &manifest_key)
+                };
+                vec![
+                    Compare::mod_revision(present.as_str(), CompareOp::Equal, revision),
+                    Compare::version(other.as_str(), CompareOp::Equal, 0),
+                ]
+            }
+        };
+        let reads = vec![
+            TxnOp::get(inline_key.as_str(), None),
+            TxnOp::get(manifest_key.as_str(), None),
+        ];
+        let large = value.len() > self.limits.chunk_bytes;
+        let (record, ops, chunks) = if large {
+            let manifest = Manifest::of(value, self.limits.chunk_bytes);
+            let chunks: Vec<(String, Vec<u8>)> = manifest
+                .chunks
+                .iter()
+                .zip(value.chunks(self.limits.chunk_bytes))
+                .map(|((hash, _), bytes)| (self.chunk_key(hash), bytes.to_vec()))
+                .collect();
+            let distinct: HashSet<&String> = chunks.iter().map(|(k, _)| k).collect();
+            compares.extend(
+                distinct
+                    .iter()
+                    .map(|k| Compare::version(k.as_str(), CompareOp::Greater, 0)),
+            );
+            let record = manifest.encode();
+            let ops = vec![
+                TxnOp::put(manifest_key.as_str(), record.clone(), None),
+                TxnOp::delete(inline_key.as_str(), None),
+            ];
+            (record, ops, chunks)
+        } else {
+            let record = value::encode_inline(value);
+            let ops = vec![
+                TxnOp::put(inline_key.as_str(), record.clone(), None),
+                TxnOp::delete(manifest_key.as_str(), None),
+            ];
+            (record, ops, Vec::new())
+        };
+        for _ in 0..MANIFEST_TRIES {
+            // One after the other: a conditional write of a large value is rare (a group
+            // record over a chunk), and this runs spawned, where the parallel stream's
+            // borrowed futures are not `Send`.
+            for (chunk_key, bytes) in &chunks {
+                retry_until(deadline, self.limits.try_for(), || {
+                    let mut kv = self.kv.clone();
+                    let (chunk_key, bytes) = (chunk_key.clone(), bytes.clone());
+                    async move { kv.put(chunk_key, bytes, None).await.map(drop) }
+                })
+                .await?;
+            }
+            let response = retry_until(deadline, self.limits.try_for(), || {
+                let mut kv = self.kv.clone();
+                let txn = Txn::new()
+                    .when(compares.clone())
+                    .and_then(ops.clone())
+                    .or_else(reads.clone());
+                async move { kv.txn(txn).await }
+            })
+            .await?;
+            let revision = response.header().map_or(0, |h| h.revision());
+            if response.succeeded() {
+                // A manifest replaced (by a manifest, or deleted by the second operation for an
+                // inline value) may leave chunks no manifest references.
+                let swept = large || response.op_responses().get(1).is_some_and(deleted_manifest);
+                return Ok((
+                    Conditional::Written(encode_revision(revision, large)),
+                    swept,
+                ));
+            }
+            let mut found = Vec::new();
+            for op in response.op_responses() {
+                if let TxnOpResponse::Get(get) = op {
+                    found.extend(
+                        get.kvs()
+                            .iter()
+                            .map(|kv| (kv.key().to_vec(), kv.value().to_vec(), kv.mod_revision())),
+                    );
+                }
+            }
+            let now = match found.first() {
+                None => Revision::ABSENT,
+                Some((k, _, mod_revision)) => {
+                    encode_revision(*mod_revision, k.as_slice() == manifest_key.as_bytes())
+                }
+            };
+            if found.len() == 1 && found[0].1 == record {
+                // A try whose answer was lost committed it: the key holds what was sent.
+                return Ok((Conditional::Written(now), false));
+            }
+            if now != expected {
+                return Ok((Conditional::Conflict(now), false));
+            }
+            tracing::debug!(backend = %self.name, key, "a chunk vanished before its manifest: writing them again");
+        }
+        Err(format!(
+            "the chunks of {key:?} were removed {MANIFEST_TRIES} times before its manifest was \
+             written"
+        ))
+    }
+
+    async fn load(
+        &self,
+        only: Option<&str>,
+    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let fail = |why: String| StoreError::Backend {
             backend: self.name.clone(),
@@ -618,12 +775,24 @@ impl Shared {
             ))
         };
         let (inline_prefix, manifest_prefix) = (self.key("v/"), self.key("m/"));
+        // All keys, or the range holding exactly `only` (its key, then a zero byte).
+        let range = |prefix: &str| match only {
+            None => (prefix.to_owned(), prefix_end(prefix.as_bytes())),
+            Some(key) => {
+                let start = format!("{prefix}{key}");
+                let mut end = start.clone().into_bytes();
+                end.push(0);
+                (start, end)
+            }
+        };
+        let (start, end) = range(&inline_prefix);
         let (inline, revision) = self
-            .scan(&inline_prefix, None, VALUE_PAGE, false, deadline)
+            .scan_range(&start, end, None, VALUE_PAGE, false, deadline)
             .await
             .map_err(unavailable)?;
+        let (start, end) = range(&manifest_prefix);
         let (manifests, _) = self
-            .scan(&manifest_prefix, Some(revision), KEY_PAGE, false, deadline)
+            .scan_range(&start, end, Some(revision), KEY_PAGE, false, deadline)
             .await
             .map_err(unavailable)?;
         let corrupt = |etcd_key: &str, why: String| {
@@ -633,12 +802,12 @@ impl Shared {
             ))
         };
         let mut entries = BTreeMap::new();
-        for (etcd_key, record) in inline {
+        for (etcd_key, record, mod_revision) in inline {
             let key = etcd_key[inline_prefix.len()..].to_owned();
             let value = value::decode_inline(&record).map_err(|e| corrupt(&etcd_key, e))?;
-            entries.insert(key, value.to_vec());
+            entries.insert(key, (value.to_vec(), encode_revision(mod_revision, false)));
         }
-        for (etcd_key, record) in manifests {
+        for (etcd_key, record, mod_revision) in manifests {
             let key = etcd_key[manifest_prefix.len()..].to_owned();
             if entries.contains_key(&key) {
                 return Err(corrupt(
@@ -679,10 +848,25 @@ impl Shared {
                 }
                 value.extend_from_slice(bytes);
             }
-            entries.insert(key, value);
+            entries.insert(key, (value, encode_revision(mod_revision, true)));
         }
-        Ok(entries.into_iter().collect())
+        Ok(entries
+            .into_iter()
+            .map(|(key, (value, revision))| (key, value, revision))
+            .collect())
     }
+}
+
+/// A key's [`Revision`]: its record's `mod_revision`, and which form the record is (the
+/// low bit: set for a manifest), so a conditional write can check the form too.
+fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
+    Revision::new(((mod_revision.max(0) as u64) << 1) | u64::from(manifest))
+}
+
+/// What [`encode_revision`] made: `None` for [`Revision::ABSENT`].
+fn decode_revision(revision: Revision) -> Option<(i64, bool)> {
+    let raw = revision.raw();
+    (raw != 0).then_some(((raw >> 1) as i64, raw & 1 == 1))
 }
 
 /// Whether a transaction's response is a delete that removed a manifest.

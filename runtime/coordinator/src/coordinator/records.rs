@@ -55,6 +55,7 @@ use assignor_sdk::records::{MemberRecord, Tasks, TopologyRecord};
 use minicbor::{Decode, Encode};
 
 use super::{ECHO_BYTES, Failure, GroupConfig, GroupState, TargetAssignment};
+use crate::store::Revision;
 use assignor_sandbox::Usage;
 use assignor_sandbox::cut;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
@@ -322,6 +323,7 @@ impl<'a> GroupRecord<'a> {
                 .map(FailureRecord::into_failure)
                 .transpose()?,
             incarnation: 0,
+            revision: Revision::ABSENT,
         })
     }
 }
@@ -457,6 +459,7 @@ mod tests {
                 retry_at: at + Duration::from_secs(4),
             }),
             incarnation: 0,
+            revision: Revision::ABSENT,
         }
     }
 

@@ -3,19 +3,19 @@
 //! Its design, the figures behind the choice of redb and its layout on disk are documented on
 //! [`RedbStore`], where rustdoc shows them: this module is private.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::fs;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 #[cfg(test)]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
 use redb::{Database, Durability, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 
+use super::queue::{Done, GroupCommitQueue, OnFailure, Refusal, Write};
 use super::{Store, StoreError, SyncToken, io_err, sync_dir};
 
 /// The one table: every key and its value.
@@ -23,9 +23,6 @@ const ENTRIES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("entries"
 
 /// The most a key and its value may hold together: redb stores a value of at most 3 GiB.
 pub const MAX_ENTRY_BYTES: usize = 3 << 30;
-
-/// A [`Store::sync_then`] callback.
-type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 /// How much a [`RedbStore`] may hold in memory and write at once. Every write waits in the
 /// writer thread's queue until a batch takes it, so these bound the memory of writes not yet
@@ -146,50 +143,14 @@ struct Shared {
     path: PathBuf,
     db: Database,
     limits: RedbLimits,
-    queue: Mutex<Queue>,
-    /// Signalled when a write is queued, a waiter is added or the store is dropped: the writer
-    /// thread may have work.
-    work: Condvar,
-    /// Signalled when a batch has committed or failed: the queue has room, and `sync` callers
-    /// may be done.
-    committed: Condvar,
+    /// The writes waiting for the writer thread; a failed commit fails it for good.
+    queue: GroupCommitQueue,
     /// Commits made, so tests can see that writers share them.
     #[cfg(test)]
     commits: AtomicU64,
     /// Makes the next commit fail, so tests can see the store refuse writes afterwards.
     #[cfg(test)]
     fail_next_commit: AtomicBool,
-}
-
-/// The writer thread's work and what it has done, behind [`Shared::queue`].
-#[derive(Default)]
-struct Queue {
-    /// Writes not yet taken into a batch, in the order they were made.
-    writes: VecDeque<Write>,
-    /// The bytes of `writes` and of the batch being committed: what is held in memory.
-    bytes: usize,
-    /// The sequence number of the last write queued.
-    written: u64,
-    /// Writes up to this sequence number are committed, durably.
-    durable: u64,
-    /// [`sync_then`](Store::sync_then) callers to answer: each waiter's token, and its callback.
-    waiters: Vec<(u64, Done)>,
-    /// Why a commit failed, once one has: from then on the store refuses everything.
-    failure: Option<String>,
-    /// Set when the store is dropped: commit what is queued, then exit.
-    stop: bool,
-}
-
-/// A queued put (with its value) or delete (without).
-struct Write {
-    key: String,
-    value: Option<Vec<u8>>,
-}
-
-impl Write {
-    fn bytes(&self) -> usize {
-        self.key.len() + self.value.as_ref().map_or(0, Vec::len)
-    }
 }
 
 impl RedbStore {
@@ -223,20 +184,24 @@ impl RedbStore {
             .set_check_integrity_on_open(true)
             .create(&path)
             .map_err(redb_error("open", &path))?;
+        let refusal_path = path.clone();
+        let queue = GroupCommitQueue::new(
+            limits.max_queued_bytes,
+            OnFailure::FailForGood,
+            move |refusal| refusal_error(&refusal_path, refusal),
+        );
         let shared = Arc::new(Shared {
             path: path.clone(),
             db,
             limits,
-            queue: Mutex::default(),
-            work: Condvar::new(),
-            committed: Condvar::new(),
+            queue,
             #[cfg(test)]
             commits: AtomicU64::new(0),
             #[cfg(test)]
             fail_next_commit: AtomicBool::new(false),
         });
         // Create the table, so `load_all` on a new store finds it.
-        shared.commit(&mut VecDeque::new())?;
+        shared.commit(Vec::new())?;
         let writer = {
             let shared = Arc::clone(&shared);
             thread::Builder::new()
@@ -274,112 +239,54 @@ impl RedbStore {
                 ),
             });
         }
-        let mut queue = self.shared.queue();
-        loop {
-            self.shared.check_usable(&queue)?;
-            // An empty queue takes any write, so one larger than the bound still goes through.
-            if queue.bytes == 0 || queue.bytes + size <= self.shared.limits.max_queued_bytes {
-                break;
-            }
-            queue = self
-                .shared
-                .committed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
+        self.shared.queue.enqueue(write)
+    }
+}
+
+/// The error of a write, sync or read the store refuses.
+fn refusal_error(path: &Path, refusal: Refusal<'_>) -> StoreError {
+    let why = match refusal {
+        Refusal::Failed(what) | Refusal::Unacknowledged(what) | Refusal::Outage(what) => {
+            format!(
+                "the store refuses writes because a commit failed earlier ({what}): which of \
+                 its writes reached the disk is unknown; restart the service to reload its \
+                 state from the database"
+            )
         }
-        queue.bytes += size;
-        queue.writes.push_back(write);
-        queue.written += 1;
-        let token = SyncToken::new(queue.written);
-        drop(queue);
-        self.shared.work.notify_one();
-        Ok(token)
+        _ => "the store is closing".to_owned(),
+    };
+    StoreError::Io {
+        action: "write to",
+        path: path.to_path_buf(),
+        source: io::Error::other(why),
     }
 }
 
 impl Shared {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        // Every change to the queue is made by statements that do not panic, so a panic
-        // elsewhere cannot leave it half-updated.
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The error to return once a commit has failed.
-    fn check_usable(&self, queue: &Queue) -> Result<(), StoreError> {
-        self.refusal(queue.failure.as_deref())
-    }
-
-    /// `Ok` while no commit has failed, else the error that says which.
-    fn refusal(&self, failure: Option<&str>) -> Result<(), StoreError> {
-        match failure {
-            None => Ok(()),
-            Some(what) => Err(StoreError::Io {
-                action: "write to",
-                path: self.path.clone(),
-                source: io::Error::other(format!(
-                    "the store refuses writes because a commit failed earlier ({what}): which of \
-                     its writes reached the disk is unknown; restart the service to reload its \
-                     state from the database"
-                )),
-            }),
-        }
-    }
-
     /// The writer thread: takes the queued writes in batches, commits each durably, and
-    /// answers the waiters it covers, until the store is dropped and the queue is empty.
+    /// reports it to the queue (which answers its waiters), until the store is dropped and
+    /// the queue is empty.
     fn run_writer(&self) {
-        let mut batch = VecDeque::new();
         loop {
-            let mut queue = self.queue();
-            while queue.writes.is_empty() && !queue.stop {
-                queue = self
-                    .work
-                    .wait(queue)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            if queue.writes.is_empty() {
-                // Stopping, with nothing left to commit: every waiter's write is durable, unless
-                // a commit failed (which answered the waiters then).
-                let waiters = std::mem::take(&mut queue.waiters);
-                let failure = queue.failure.clone();
-                drop(queue);
-                answer(waiters, || self.refusal(failure.as_deref()));
+            let (mut bytes, mut writes) = (0, 0);
+            let taken = self.queue.wait_batch(|write| {
+                bytes += write.bytes();
+                writes += 1;
+                writes <= self.limits.max_batch_writes && bytes <= self.limits.max_batch_bytes
+            });
+            let Some((batch, receipt)) = taken else {
                 return;
-            }
-            let mut bytes = 0;
-            while let Some(write) = queue.writes.front() {
-                let size = write.bytes();
-                let fits = bytes + size <= self.limits.max_batch_bytes
-                    && batch.len() < self.limits.max_batch_writes;
-                if !batch.is_empty() && !fits {
-                    break;
-                }
-                bytes += size;
-                batch.extend(queue.writes.pop_front());
-            }
-            let last = queue.durable + batch.len() as u64;
-            drop(queue);
-
+            };
             // A panic inside redb must not leave the waiters of this batch waiting forever: it
             // fails the store like a failed commit.
-            let committed = panic::catch_unwind(AssertUnwindSafe(|| self.commit(&mut batch)))
+            let committed = panic::catch_unwind(AssertUnwindSafe(|| self.commit(batch)))
                 .unwrap_or_else(|_| {
                     Err(io_err("commit to", &self.path)(io::Error::other(
                         "the commit panicked",
                     )))
                 });
-            batch.clear();
-            let mut queue = self.queue();
-            queue.bytes -= bytes;
-            let done;
             match committed {
-                Ok(()) => {
-                    queue.durable = last;
-                    let waiters = std::mem::take(&mut queue.waiters);
-                    let (ready, waiting) = waiters.into_iter().partition(|(t, _)| *t <= last);
-                    queue.waiters = waiting;
-                    done = ready;
-                }
+                Ok(()) => self.queue.committed(receipt),
                 Err(e) => {
                     tracing::error!(
                         path = %self.path.display(),
@@ -387,22 +294,14 @@ impl Shared {
                         "a commit failed: the store's durable state is unknown, so it refuses \
                          writes until the service restarts"
                     );
-                    queue.failure = Some(e.to_string());
-                    // Nothing queued will be committed now; its memory is free.
-                    queue.bytes = 0;
-                    queue.writes.clear();
-                    done = std::mem::take(&mut queue.waiters);
+                    self.queue.failed(&e.to_string());
                 }
             }
-            let failure = queue.failure.clone();
-            drop(queue);
-            self.committed.notify_all();
-            answer(done, || self.refusal(failure.as_deref()));
         }
     }
 
     /// Writes `batch` in one transaction and commits it durably.
-    fn commit(&self, batch: &mut VecDeque<Write>) -> Result<(), StoreError> {
+    fn commit(&self, batch: Vec<Write>) -> Result<(), StoreError> {
         let path = &self.path;
         let mut txn = self
             .db
@@ -414,7 +313,7 @@ impl Shared {
             let mut table = txn
                 .open_table(ENTRIES)
                 .map_err(redb_error("open the table of", path))?;
-            for write in batch.drain(..) {
+            for write in batch {
                 match &write.value {
                     Some(value) => table.insert(write.key.as_str(), value.as_slice()).map(drop),
                     None => table.remove(write.key.as_str()).map(drop),
@@ -434,13 +333,6 @@ impl Shared {
         #[cfg(test)]
         self.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-/// Calls each waiter's callback with `result()`.
-fn answer(waiters: Vec<(u64, Done)>, result: impl Fn() -> Result<(), StoreError>) {
-    for (_, done) in waiters {
-        done(result());
     }
 }
 
@@ -468,8 +360,7 @@ fn redb_error<E: Into<redb::Error>>(
 impl Store for RedbStore {
     fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         // Every write made before this call is in a committed batch once this returns.
-        let written = self.shared.queue().written;
-        self.sync(SyncToken::new(written))?;
+        self.sync(self.shared.queue.last_written())?;
         let path = &self.shared.path;
         let txn = self
             .shared
@@ -486,60 +377,29 @@ impl Store for RedbStore {
     }
 
     fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let token = self.put_unsynced(key, value)?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::put(key, value))?)
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
-        let token = self.enqueue(Write {
-            key: key.to_owned(),
-            value: None,
-        })?;
-        self.sync(token)
+        self.sync(self.enqueue(Write::delete(key))?)
     }
 
     fn put_unsynced(&self, key: &str, value: &[u8]) -> Result<SyncToken, StoreError> {
-        self.enqueue(Write {
-            key: key.to_owned(),
-            value: Some(value.to_vec()),
-        })
+        self.enqueue(Write::put(key, value))
     }
 
     fn sync(&self, token: SyncToken) -> Result<(), StoreError> {
-        let mut queue = self.shared.queue();
-        loop {
-            self.shared.check_usable(&queue)?;
-            if queue.durable >= token.sequence() {
-                return Ok(());
-            }
-            queue = self
-                .shared
-                .committed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        self.shared.queue.sync(token)
     }
 
     fn sync_then(&self, token: SyncToken, done: Done) {
-        let mut queue = self.shared.queue();
-        let answer_now = match self.shared.check_usable(&queue) {
-            Err(e) => Err(e),
-            Ok(()) if queue.durable >= token.sequence() => Ok(()),
-            Ok(()) => {
-                // The write is queued or being committed: the batch that holds it answers.
-                queue.waiters.push((token.sequence(), done));
-                return;
-            }
-        };
-        drop(queue);
-        done(answer_now);
+        self.shared.queue.sync_then(token, done);
     }
 }
 
 impl Drop for RedbStore {
     fn drop(&mut self) {
-        self.shared.queue().stop = true;
-        self.shared.work.notify_one();
+        self.shared.queue.stop();
         if let Some(writer) = self.writer.take() {
             // A `sync_then` callback may drop the last handle on the writer thread itself, which
             // cannot wait for itself: it exits on its own once the queue is empty.
@@ -755,7 +615,7 @@ mod tests {
         let mut last = SyncToken::DURABLE;
         for i in 0..40u8 {
             last = store.put_unsynced(&format!("k{i:02}"), &[i; 1000]).unwrap();
-            assert!(store.shared.queue().bytes <= 4096);
+            assert!(store.shared.queue.queued_bytes() <= 4096);
         }
         store.sync(last).unwrap();
         // Batches of at most two 1 KB writes.
@@ -776,7 +636,7 @@ mod tests {
         let value = vec![0; MAX_ENTRY_BYTES];
         let error = store.put("k", &value).expect_err("too large");
         assert!(error.to_string().contains("\"k\""), "{error}");
-        assert_eq!(store.shared.queue().written, 0);
+        assert_eq!(store.shared.queue.last_written(), SyncToken::DURABLE);
     }
 
     /// A second open of a database in use fails with `Locked` naming the file, until the first

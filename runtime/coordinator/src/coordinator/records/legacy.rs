@@ -13,6 +13,7 @@ use assignor_sdk::{TaskId, TaskSet};
 use serde::Deserialize;
 
 use super::super::{ECHO_BYTES, Failure, GroupConfig, GroupState, TargetAssignment};
+use crate::store::Revision;
 use assignor_sandbox::Usage;
 use assignor_sandbox::cut;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
@@ -291,6 +292,7 @@ impl<E: StoredError> Group<E> {
             target,
             last_failure,
             incarnation: 0,
+            revision: Revision::ABSENT,
         })
     }
 }

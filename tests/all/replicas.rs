@@ -1,0 +1,204 @@
+//! Two service replicas (child processes) over one three-member etcd cluster (issue 17): a
+//! group written on one is planned and answered by the other, with an upload made on the
+//! first, which the second loads and checks itself; concurrent triggers of one group
+//! on both commit exactly one target per group epoch (checked in etcd's history of the group's
+//! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
+//! acknowledged, and its clients carry on at the other.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use assignor_store_etcd::testing::Cluster;
+use assignor_tests::guests;
+use serde_json::{Value, json};
+
+use crate::service::{Client, TOKEN_ADMIN, group_doc};
+use crate::service_restart::Process;
+
+/// Rounds of concurrent triggers, each on a new group epoch.
+const ROUNDS: usize = 4;
+/// Client threads in the SIGKILL test, each with a group of its own.
+const CLIENTS: usize = 3;
+/// Steps (a group PUT then a trigger) each client makes in the SIGKILL test.
+const STEPS: usize = 10;
+
+/// A replica of the service on `cluster`, with a data directory of its own (its compiled
+/// cache: the state is all in etcd).
+fn replica(cluster: &Cluster, dir: &tempfile::TempDir) -> Process {
+    Process::start_with(dir.path(), &[format!("service.store={}", cluster.url())])
+}
+
+/// The etcd version (writes since creation) of tenant `a`'s group `group`'s record.
+fn writes_of(cluster: &Cluster, group: &str) -> i64 {
+    let key = format!("assignor/v/tenant/a/group/{group}");
+    let versions = cluster.versions(&key).expect("read the history");
+    versions
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// The computations tenant `a` ran on `replica`, from its metrics.
+fn computations(replica: &Process) -> u64 {
+    let (status, text) = Client::new(&replica.base, TOKEN_ADMIN).get_text("/metrics");
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .filter(|l| l.starts_with(r#"assignor_assignment_duration_seconds_count{tenant="a""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A group PUT on replica A is triggered on A and B at once, `ROUNDS` times (each round a new
+/// member, so a new epoch): both answer the same target, of the new epoch, and etcd's history
+/// of the group's key shows exactly two writes per round, the PUT and one target, although
+/// both replicas computed in some rounds (the groups are large enough that both plan before
+/// either commits, so the losing replica's conditional commit is exercised). Then an upload
+/// made and selected on A computes the group on B.
+#[test]
+fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
+    let cluster = Cluster::start(3).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (replica(&cluster, &dir_a), replica(&cluster, &dir_b));
+    let (ca, cb) = (a.client(), b.client());
+    for round in 0..ROUNDS {
+        let doc = group_doc(200 + round, 1024);
+        let (status, described) = ca.put("/v1/groups/g", doc.as_bytes());
+        assert_eq!(status, 200, "{described}");
+        let epoch = described["groupEpoch"].as_u64().expect("an epoch");
+        let barrier = Barrier::new(2);
+        let (on_a, on_b) = thread::scope(|s| {
+            let trigger = |c: &'static str| {
+                let (barrier, c) = (&barrier, if c == "a" { &ca } else { &cb });
+                move || {
+                    barrier.wait();
+                    c.post("/v1/groups/g/assign")
+                }
+            };
+            let on_a = s.spawn(trigger("a"));
+            let on_b = s.spawn(trigger("b"));
+            (on_a.join().unwrap(), on_b.join().unwrap())
+        });
+        for (status, answer) in [&on_a, &on_b] {
+            assert_eq!(*status, 200, "round {round}: {answer}");
+            assert_eq!(
+                answer["targetAssignmentEpoch"].as_u64(),
+                Some(epoch),
+                "{answer}"
+            );
+        }
+        assert_eq!(
+            on_a.1["assignment"], on_b.1["assignment"],
+            "round {round}: the replicas answer one target"
+        );
+        assert_eq!(on_a.1["computedAtMs"], on_b.1["computedAtMs"]);
+        assert_eq!(
+            writes_of(&cluster, "g"),
+            2 * (round as i64 + 1),
+            "round {round}: one group write and one target write per epoch"
+        );
+        let (status, read) = cb.get("/v1/groups/g/assignment");
+        assert_eq!(status, 200, "{read}");
+        assert_eq!(read["assignment"], on_a.1["assignment"]);
+    }
+    // An upload made on A, selected by the group on A, is loaded and checked by B when B
+    // computes the group.
+    let (status, report) = ca.upload("hashmap-user", guests::HASHMAP_USER);
+    assert_eq!(status, 201, "{report}");
+    let (status, config) =
+        ca.set_config("g", json!({"streams.assignor.name": "hashmap-user"}), &[]);
+    assert_eq!(status, 200, "{config}");
+    let (status, described) = ca.put("/v1/groups/g", group_doc(3, 16).as_bytes());
+    assert_eq!(status, 200, "{described}");
+    let (status, answer) = cb.post("/v1/groups/g/assign");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["assignor"], "hashmap-user", "{answer}");
+    let computed = computations(&a) + computations(&b) - 1;
+    assert!(
+        computed > ROUNDS as u64,
+        "{computed} computations in {ROUNDS} rounds: the replicas never raced"
+    );
+    println!("replicas: {computed} computations, {ROUNDS} targets committed");
+}
+
+/// What a client had acknowledged for its group: the target epoch and assignment.
+type Acked = Option<(u64, Value)>;
+
+/// `STEPS` group PUTs and triggers on `clients[0]`, moving to the next client when a request
+/// gets no answer (its replica is gone); counts each acknowledged step in `done`.
+fn drive(clients: &[Client], group: &str, done: &AtomicUsize) -> Acked {
+    let mut at = 0;
+    let mut acked = None;
+    let mut step = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while step < STEPS {
+        assert!(Instant::now() < deadline, "{group}: no progress in 60 s");
+        let doc = group_doc(2 + step % 3, 8 + step as u32);
+        let answered = clients[at]
+            .try_put(&format!("/v1/groups/{group}"), doc.as_bytes())
+            .and_then(|(status, body)| {
+                assert_eq!(status, 200, "{group}: {body}");
+                clients[at].try_post(&format!("/v1/groups/{group}/assign"))
+            });
+        match answered {
+            Some((200, body)) => {
+                let epoch = body["targetAssignmentEpoch"].as_u64().expect("an epoch");
+                acked = Some((epoch, body["assignment"].clone()));
+                step += 1;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            // Changed on the other replica at the same time: retried, as a client would.
+            Some((503, _)) => {}
+            Some((status, body)) => panic!("{group}: {status} {body}"),
+            None => at = (at + 1).min(clients.len() - 1),
+        }
+    }
+    acked
+}
+
+/// SIGKILL of replica A while three clients drive their groups through it: they carry on at
+/// B, and every target A acknowledged is what B serves (or a later one).
+#[test]
+fn sigkill_of_a_replica_mid_load_loses_nothing_acknowledged() {
+    let cluster = Cluster::start(3).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (replica(&cluster, &dir_a), replica(&cluster, &dir_b));
+    let done = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let pair = [a.client(), b.client()];
+            let done = done.clone();
+            thread::spawn(move || {
+                let group = format!("g{i}");
+                let acked = drive(&pair, &group, &done);
+                (group, acked)
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while done.load(Ordering::Relaxed) < CLIENTS * 2 {
+        assert!(Instant::now() < deadline, "no progress before the kill");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let killed_after = done.load(Ordering::Relaxed);
+    a.sigkill();
+    let acked: BTreeMap<String, Acked> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(
+        done.load(Ordering::Relaxed) == CLIENTS * STEPS && killed_after < CLIENTS * STEPS,
+        "the clients finished at B after the kill ({killed_after} steps before it)"
+    );
+    let cb = b.client();
+    for (group, acked) in &acked {
+        let (epoch, assignment) = acked.as_ref().expect("acknowledged targets");
+        let (status, now) = cb.get(&format!("/v1/groups/{group}/assignment"));
+        assert_eq!(status, 200, "{group}: {now}");
+        assert_eq!(
+            now["targetAssignmentEpoch"].as_u64(),
+            Some(*epoch),
+            "{group}"
+        );
+        assert_eq!(&now["assignment"], assignment, "{group}");
+    }
+}
