@@ -334,9 +334,24 @@ struct GroupState {
     /// same group epoch. Not stored: no job outlives the process, and groups loaded at open
     /// are all 0, below every group created since.
     incarnation: u64,
-    /// On a [`SharedStore`](crate::store::SharedStore), the revision of the group's record this state was read or
-    /// written at: the condition of its next write. Not stored; unused on other stores.
+    /// On a [`SharedStore`](crate::store::SharedStore), the revision of the group's record
+    /// this state was read or written at: the condition of its next write. Not stored; unused
+    /// on other stores.
     revision: Revision,
+}
+
+impl GroupState {
+    /// Whether a job's result must not commit into this group: a computation of this epoch
+    /// or a newer one committed first (and may still be flushing), the job's epoch is not one
+    /// this group reached, or the job is of a group deleted and created again since it was
+    /// planned.
+    fn supersedes(&self, job: &AssignmentJob) -> bool {
+        self.target
+            .as_ref()
+            .is_some_and(|t| t.epoch >= job.group_epoch)
+            || job.group_epoch > self.group_epoch
+            || job.incarnation != self.incarnation
+    }
 }
 
 /// A group as `StreamsGroupDescribe` shows it, plus what this runtime adds.
@@ -1123,14 +1138,7 @@ impl Coordinator {
                     .groups
                     .get_mut(&group)
                     .ok_or_else(|| CoordinatorError::UnknownGroup(group.clone()))?;
-                if g.target
-                    .as_ref()
-                    .is_some_and(|t| t.epoch >= job.group_epoch)
-                    || job.group_epoch > g.group_epoch
-                    || job.incarnation != g.incarnation
-                {
-                    // A newer computation committed first (and may still be flushing), or the
-                    // job is of a group deleted and created again since it was planned.
+                if g.supersedes(&job) {
                     return Ok(self.pending_writes());
                 }
                 // Changed in place and undone if the write fails, rather than built on a copy
@@ -1275,12 +1283,7 @@ impl Coordinator {
             .groups
             .get(&group)
             .ok_or_else(|| CoordinatorError::UnknownGroup(group.clone()))?;
-        if g.target
-            .as_ref()
-            .is_some_and(|t| t.epoch >= job.group_epoch)
-            || job.group_epoch > g.group_epoch
-            || job.incarnation != g.incarnation
-        {
+        if g.supersedes(&job) {
             return Ok(Prepared::Done(self.pending_writes()));
         }
         let mut state = g.clone();
