@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use axum::body::Bytes;
 use axum::http::StatusCode;
 use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
@@ -48,7 +49,10 @@ const EXTRA_INSTANCE_SLOTS: u32 = 1;
 #[derive(Debug)]
 pub(crate) struct Upload {
     pub(crate) sha256: String,
-    pub(crate) bytes: usize,
+    /// The component as uploaded, for `GET /v1/assignors/{name}` (a broker plugin pulls new
+    /// versions with it). Kept in memory: the store has no read of one key, and what a tenant
+    /// keeps is bounded by its `max.assignors` × `max.component.bytes`.
+    pub(crate) component: Bytes,
     /// Keeps its compiled entry in the cache while the upload is live.
     _cached: CacheRef,
 }
@@ -221,7 +225,7 @@ fn load_registry(
             name.to_owned(),
             Upload {
                 sha256: assignor.sha256(),
-                bytes: bytes.len(),
+                component: Bytes::copy_from_slice(bytes),
                 _cached: cached,
             },
         );
@@ -530,7 +534,7 @@ impl Tenant {
     pub(crate) fn commit_upload(
         &self,
         name: &str,
-        bytes: &[u8],
+        bytes: &Bytes,
         checked: CheckedUpload,
     ) -> Result<bool, ApiError> {
         let mut state = self.state();
@@ -554,7 +558,7 @@ impl Tenant {
             })?;
         let upload = Upload {
             sha256: checked.assignor.sha256(),
-            bytes: bytes.len(),
+            component: bytes.clone(),
             _cached: checked.cached,
         };
         state
