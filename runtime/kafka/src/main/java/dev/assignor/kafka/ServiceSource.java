@@ -108,6 +108,10 @@ final class ServiceSource {
             // Refused without echoing the URL: the user info may be a credential.
             throw new IllegalArgumentException(urlKey + " holds user info; put the token in the token key instead");
         }
+        if (token.isEmpty() || !token.chars().allMatch(c -> c > 0x20 && c < 0x7f)) {
+            // Refused without echoing it: a header carries visible ASCII only.
+            throw new IllegalArgumentException("the token holds characters an HTTP header cannot carry");
+        }
         String path = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
         this.uri = URI.create(scheme + "://" + base.getRawAuthority() + path + "/v1/assignors/"
             + URLEncoder.encode(assignor, StandardCharsets.UTF_8).replace("+", "%20"));

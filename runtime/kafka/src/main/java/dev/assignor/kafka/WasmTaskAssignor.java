@@ -353,6 +353,11 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
         Optional<ServiceSource.Version> pulled;
         try {
             pulled = source.poll(serviceSeen, running.limits.maxComponentBytes);
+        } catch (RuntimeException e) {
+            // A fault of the HTTP client: logged, and not thrown, which would end the schedule.
+            LOG.error("assignor={} tenant={} url={} kind=internal: polling the service failed, keeping the running one",
+                running.name, source.tenant, source.uri, e);
+            return false;
         } catch (ServiceSource.PullFailure e) {
             synchronized (this) {
                 if (current != running) {

@@ -219,7 +219,7 @@ class ServicePullTest {
         }
     }
 
-    /** Pulling needs a tenant and a token, and a URL that carries no credentials: each refused at configure, the URL's user info not echoed. */
+    /** Pulling needs a tenant and a token a header can carry, and a URL that carries no credentials: each refused at configure, neither the URL's user info nor the token echoed. */
     @Test
     void serviceKeysAreCheckedAtConfigure() {
         Map<String, Object> noToken = Components.config("swap-v1", "group.streams.assignor.wasm.service.url",
@@ -234,5 +234,12 @@ class ServicePullTest {
         message = assertThrows(IllegalArgumentException.class, () -> new WasmTaskAssignor().configure(userInfo))
             .getMessage();
         assertTrue(message.contains("holds user info") && !message.contains("s3cret"), message);
+        Map<String, Object> badToken = Components.config("swap-v1", "group.streams.assignor.wasm.service.url",
+            "http://127.0.0.1:1", "group.streams.assignor.wasm.service.tenant", "demo",
+            "group.streams.assignor.wasm.service.token", "line\nbreak");
+        message = assertThrows(IllegalArgumentException.class, () -> new WasmTaskAssignor().configure(badToken))
+            .getMessage();
+        assertTrue(message.contains("the token holds characters an HTTP header cannot carry")
+            && !message.contains("break"), message);
     }
 }
