@@ -47,7 +47,7 @@ cd "$root"
 # build, as a broker would run.
 case $mode in
   bench) build=(--release -p assignor-kafka-bridge) profile=(--release) profile_dir=release ;;
-  *) build=(--workspace --lib) profile=() profile_dir=debug ;;
+  *) build=(--workspace --lib --bin assignor) profile=() profile_dir=debug ;;
 esac
 cargo build "${build[@]}"
 lib=$target/$profile_dir/libassignor_kafka_bridge.so
@@ -70,7 +70,9 @@ javac "${javac_flags[@]}" -Xlint:-processing -cp "$out/api:$out/classes:$slf4j_a
   -d "$out/test-classes" $(find "$here/src/test/java" -name '*.java')
 classpath="$junit:$slf4j_api:$slf4j_simple:$out/api:$out/assignor-kafka-plugin.jar:$out/test-classes"
 # The bridge is loaded from the jar, as a broker with only the jar would load it.
-java_flags=(-Xcheck:jni -Dassignor.components="$out/components.properties"
+# The hot-swap-from-a-service tests start `assignor serve` (the dev build `cargo test
+# --workspace` made) on loopback, in a temporary directory of their own.
+java_flags=(-Xcheck:jni -Dassignor.components="$out/components.properties" -Dassignor.cli="$target/debug/assignor"
   -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true)
 
 case $mode in

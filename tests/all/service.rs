@@ -191,6 +191,24 @@ impl Client {
         (response.status().as_u16(), text)
     }
 
+    /// A GET answering bytes, with `headers` sent: (status, the response's headers, body).
+    pub(crate) fn get_bytes(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
+        let mut request = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", self.auth());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut response = request.call().expect("the request reaches the server");
+        let body = response.body_mut().read_to_vec().expect("a body");
+        (response.status().as_u16(), response.headers().clone(), body)
+    }
+
     fn auth(&self) -> String {
         format!("Bearer {}", self.token)
     }
@@ -715,6 +733,58 @@ fn restart_keeps_uploads_configs_and_targets() {
     assert_eq!(a.get("/v1/groups/orders/assignment"), (200, target.clone()));
     // The target is current: a trigger does not recompute it.
     assert_eq!(a.post("/v1/groups/orders/assign"), (200, target));
+}
+
+/// `GET /v1/assignors/{name}` answers the tenant's upload byte for byte with its SHA-256 as
+/// the `ETag` (the one the list shows) and the tenant's name, 304 to a matching
+/// `If-None-Match`, and 404 for another tenant, a built-in or an unknown name; after a
+/// restart it still answers the stored upload.
+#[test]
+fn an_upload_is_served_back_with_its_hash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let uploaded = std::fs::read(guests::HASHMAP_USER).expect("the guest is built");
+    let listed_sha256 = {
+        let server = Server::start(&config(dir.path()));
+        let a = server.client(TOKEN_A);
+        assert_eq!(a.upload("hashmap-user", guests::HASHMAP_USER).0, 201);
+        let (_, list) = a.get("/v1/assignors");
+        list["assignors"][2]["sha256"]
+            .as_str()
+            .expect("an upload's hash")
+            .to_owned()
+    };
+    let server = Server::start(&config(dir.path()));
+    let a = server.client(TOKEN_A);
+    let etag = format!("\"{listed_sha256}\"");
+    let (status, headers, body) = a.get_bytes("/v1/assignors/hashmap-user", &[]);
+    assert_eq!(status, 200);
+    assert!(body == uploaded, "the bytes as uploaded");
+    assert_eq!(headers["etag"], etag.as_str());
+    assert_eq!(headers["content-type"], "application/wasm");
+    assert_eq!(headers[assignor_service::TENANT_HEADER], "a");
+    let (status, headers, body) =
+        a.get_bytes("/v1/assignors/hashmap-user", &[("If-None-Match", &etag)]);
+    assert_eq!((status, body.len()), (304, 0));
+    assert_eq!(headers["etag"], etag.as_str());
+    let (status, _, body) = a.get_bytes(
+        "/v1/assignors/hashmap-user",
+        &[("If-None-Match", "\"0000\"")],
+    );
+    assert_eq!((status, body.len()), (200, uploaded.len()), "another tag");
+    for (token, name) in [
+        (TOKEN_B, "hashmap-user"),
+        (TOKEN_A, "sticky"),
+        (TOKEN_A, "nope"),
+    ] {
+        let (status, _, _) = server
+            .client(token)
+            .get_bytes(&format!("/v1/assignors/{name}"), &[]);
+        assert_eq!(status, 404, "{name} for {token}");
+    }
+    let (status, _, _) = server
+        .client("wrong")
+        .get_bytes("/v1/assignors/hashmap-user", &[]);
+    assert_eq!(status, 401);
 }
 
 /// A whole-group PUT is one change: however many members and configs it carries, the group

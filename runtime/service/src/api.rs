@@ -11,6 +11,7 @@
 //! | `GET /health` | liveness, no token |
 //! | `GET /v1/assignors` | the built-ins/broker-configured assignors and the tenant's uploads |
 //! | `PUT /v1/assignors/{name}` | upload (or atomically replace) a component after every check |
+//! | `GET /v1/assignors/{name}` | the tenant's upload as uploaded (`application/wasm`), `ETag` its SHA-256; `If-None-Match` answers 304 |
 //! | `DELETE /v1/assignors/{name}` | delete an upload no group selects |
 //! | `PUT /v1/groups/{group}/config` | `{"set": {k: v}, "delete": [k]}`, all or nothing |
 //! | `GET /v1/groups/{group}/config` | the group's own config (overrides; `null`: the default) |
@@ -90,7 +91,7 @@ pub(crate) fn router(service: AppState) -> Router {
         .route("/v1/assignors", get(list_assignors))
         .route(
             "/v1/assignors/{name}",
-            put(put_assignor).delete(delete_assignor),
+            put(put_assignor).get(get_assignor).delete(delete_assignor),
         )
         .route(
             "/v1/groups/{group}",
@@ -369,7 +370,7 @@ async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<AssignorLi
                 _ => "built-in",
             };
             AssignorEntry {
-                bytes: upload.map(|u| u.bytes as u64),
+                bytes: upload.map(|u| u.component.len() as u64),
                 default: name == default,
                 kind: kind.to_owned(),
                 name: name.to_owned(),
@@ -379,6 +380,60 @@ async fn list_assignors(TenantCaller(t): TenantCaller) -> Result<Json<AssignorLi
         })
         .collect();
     Ok(Json(AssignorList { assignors }))
+}
+
+/// Names the tenant whose upload `GET /v1/assignors/{name}` answered, so that a puller
+/// configured for one tenant can refuse another's (a token pasted from the wrong tenant).
+pub const TENANT_HEADER: &str = "x-assignor-tenant";
+
+/// `GET /v1/assignors/{name}`: the tenant's upload of `name` exactly as uploaded
+/// (`application/wasm`), with its SHA-256 (hex) as a strong `ETag` and the tenant in
+/// [`TENANT_HEADER`]. An `If-None-Match` holding that tag (or `*`) answers 304 without the
+/// body, so a broker plugin polling for a new version (`runtime/kafka`) transfers a component
+/// only when it changed. A built-in or broker-configured assignor has no upload: 404.
+async fn get_assignor(
+    TenantCaller(t): TenantCaller,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let (sha256, component) = {
+        let state = t.lock().await;
+        let upload = state
+            .uploads
+            .get(&name)
+            .ok_or_else(|| ApiError::assignor_not_found(&name))?;
+        (upload.sha256.clone(), upload.component.clone())
+    };
+    let etag = format!("\"{sha256}\"");
+    let unchanged = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| {
+            let tag = tag.trim();
+            tag == "*" || tag == etag
+        });
+    let tenant = t.name.clone();
+    if unchanged {
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [
+                (header::ETAG, etag),
+                (header::HeaderName::from_static(TENANT_HEADER), tenant),
+            ],
+        )
+            .into_response());
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/wasm".to_owned()),
+            (header::ETAG, etag),
+            (header::HeaderName::from_static(TENANT_HEADER), tenant),
+        ],
+        component,
+    )
+        .into_response())
 }
 
 /// Upload: every check of [`Tenant`]'s, in order. The body is read only if its declared size

@@ -102,6 +102,8 @@ mod namespace;
 mod records;
 mod tenant;
 
+pub use api::TENANT_HEADER;
+
 use std::future::{Future, IntoFuture as _};
 use std::path::Path;
 use std::sync::Arc;

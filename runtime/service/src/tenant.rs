@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use axum::body::Bytes;
 use axum::http::StatusCode;
 use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
@@ -48,7 +49,10 @@ const EXTRA_INSTANCE_SLOTS: u32 = 1;
 #[derive(Debug)]
 pub(crate) struct Upload {
     pub(crate) sha256: String,
-    pub(crate) bytes: usize,
+    /// The component as uploaded, for `GET /v1/assignors/{name}` (a broker plugin pulls new
+    /// versions with it). Kept in memory: the store has no read of one key, and what a tenant
+    /// keeps is bounded by its `max.assignors` × `max.component.bytes`.
+    pub(crate) component: Bytes,
     /// Keeps its compiled entry in the cache while the upload is live.
     _cached: CacheRef,
 }
@@ -66,10 +70,10 @@ pub(crate) struct TenantState {
 impl TenantState {
     /// Puts a checked upload of `bytes` bytes in the registry (replacing one of its name) and
     /// the upload list.
-    fn make_selectable(&mut self, name: &str, bytes: usize, checked: CheckedUpload) {
+    fn make_selectable(&mut self, name: &str, component: Bytes, checked: CheckedUpload) {
         let upload = Upload {
             sha256: checked.assignor.sha256(),
-            bytes,
+            component,
             _cached: checked.cached,
         };
         self.coordinator
@@ -241,7 +245,7 @@ fn load_registry(
             name.to_owned(),
             Upload {
                 sha256: assignor.sha256(),
-                bytes: bytes.len(),
+                component: Bytes::copy_from_slice(bytes),
                 _cached: cached,
             },
         );
@@ -551,7 +555,7 @@ impl Tenant {
     pub(crate) fn commit_upload(
         &self,
         name: &str,
-        bytes: &[u8],
+        bytes: &Bytes,
         checked: CheckedUpload,
     ) -> Result<bool, ApiError> {
         let mut state = self.state();
@@ -573,7 +577,7 @@ impl Tenant {
             .map_err(|e| {
                 ApiError::internal(format!("storing the upload failed, nothing changed: {e}"))
             })?;
-        state.make_selectable(name, bytes.len(), checked);
+        state.make_selectable(name, bytes.clone(), checked);
         Ok(replaced)
     }
 
@@ -628,7 +632,7 @@ impl Tenant {
             return Ok(true);
         }
         tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
-        state.make_selectable(&name, bytes.len(), checked);
+        state.make_selectable(&name, Bytes::from(bytes), checked);
         Ok(true)
     }
 

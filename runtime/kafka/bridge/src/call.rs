@@ -116,18 +116,44 @@ pub fn limits(properties: &BTreeMap<String, String>, prefix: &str) -> Result<Lim
     .map_err(|e| e.to_string())
 }
 
-/// Loads the component at `path` for the entry with `prefix`, under its limits, configured
-/// with the broker's `group.streams.*` properties and the entry's own `<prefix>config.*`
-/// keys (stripped of that prefix; they win over a broker key of the same name).
+/// Where a version of a component comes from: the entry's file, or bytes the plugin pulled
+/// from `assignor serve` (named by `origin` until the component's own name is known).
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A component file.
+    File(&'a str),
+    /// A component's bytes, and what to call them in errors.
+    Bytes {
+        /// The component.
+        bytes: &'a [u8],
+        /// Where they came from (an upload at a service URL).
+        origin: &'a str,
+    },
+}
+
+impl Source<'_> {
+    fn origin(&self) -> &str {
+        match self {
+            Self::File(path) => path,
+            Self::Bytes { origin, .. } => origin,
+        }
+    }
+}
+
+/// Loads the component from `source` for the entry with `prefix`, under its limits,
+/// configured with the broker's `group.streams.*` properties and the entry's own
+/// `<prefix>config.*` keys (stripped of that prefix; they win over a broker key of the same
+/// name). The plugin leaves its service tokens out of `properties`.
 pub fn load(
-    path: &str,
+    source: Source<'_>,
     properties: &BTreeMap<String, String>,
     prefix: &str,
     signals_based_traps: bool,
 ) -> Result<ComponentAssignor, Failure> {
+    let origin = source.origin();
     let fail = |message: String| Failure {
         kind: "load".to_owned(),
-        assignor: path.to_owned(),
+        assignor: origin.to_owned(),
         message,
         fuel: None,
     };
@@ -143,15 +169,19 @@ pub fn load(
         k.strip_prefix(&own)
             .map(|short| (short.to_owned(), v.clone()))
     }));
-    let assignor = runtime.load_file(path, &config)?;
-    tracing::info!(assignor = assignor.name(), sha256 = %assignor.sha256(), path, "loaded");
+    let assignor = match source {
+        Source::File(path) => runtime.load_file(path, &config)?,
+        Source::Bytes { bytes, origin } => runtime.load(bytes, origin, &config)?,
+    };
+    tracing::info!(assignor = assignor.name(), sha256 = %assignor.sha256(), origin, "loaded");
     Ok(assignor)
 }
 
-/// The input limits the plugin checks a group against before encoding it, in the order of
+/// The limits the plugin checks its input against before the work, in the order of
 /// `NativeComponent.inputLimits`: members, subtopologies, partitions per subtopology, tasks,
-/// id bytes, flat-form bytes.
-pub fn input_limits(assignor: &ComponentAssignor) -> [i64; 6] {
+/// id bytes, flat-form bytes (a group's), and component bytes (a version pulled from a
+/// service, checked before it is downloaded).
+pub fn input_limits(assignor: &ComponentAssignor) -> [i64; 7] {
     let l = assignor.limits();
     let long = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
     [
@@ -161,6 +191,7 @@ pub fn input_limits(assignor: &ComponentAssignor) -> [i64; 6] {
         long(l.get_max_tasks()),
         long(l.get_max_id_bytes()),
         long(l.get_max_input_bytes()),
+        long(l.get_max_component_bytes()),
     ]
 }
 
@@ -246,14 +277,21 @@ mod tests {
         );
     }
 
-    /// A bad limit value fails the load as `load`, naming the key; a missing file names it.
+    /// A bad limit value fails the load as `load`, naming the key; a missing file names it;
+    /// bytes that are not a component fail naming their origin.
     #[test]
     fn load_failures_name_the_cause() {
         let props = BTreeMap::from([(
             "group.streams.assignor.memory.bytes".to_owned(),
             "lots".to_owned(),
         )]);
-        let e = load("x.wasm", &props, "group.streams.assignor.wasm.", false).unwrap_err();
+        let e = load(
+            Source::File("x.wasm"),
+            &props,
+            "group.streams.assignor.wasm.",
+            false,
+        )
+        .unwrap_err();
         assert_eq!((e.kind.as_str(), e.assignor.as_str()), ("load", "x.wasm"));
         assert!(
             e.message
@@ -261,7 +299,7 @@ mod tests {
             "{e:?}"
         );
         let e = load(
-            "/nonexistent.wasm",
+            Source::File("/nonexistent.wasm"),
             &BTreeMap::new(),
             "group.streams.assignor.wasm.",
             false,
@@ -270,6 +308,20 @@ mod tests {
         assert!(
             e.message.contains("cannot read the component file"),
             "{e:?}"
+        );
+        let e = load(
+            Source::Bytes {
+                bytes: b"not a component",
+                origin: "upload `swap`",
+            },
+            &BTreeMap::new(),
+            "group.streams.assignor.wasm.",
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.kind.as_str(), e.assignor.as_str()),
+            ("load", "upload `swap`")
         );
     }
 }

@@ -22,7 +22,7 @@ use jni::objects::{
 };
 use jni::sys::{jboolean, jintArray, jlong, jlongArray, jstring};
 
-use crate::call::{self, Failure};
+use crate::call::{self, Failure, Source};
 use crate::flat::Strings;
 
 const FAILURE_CLASS: &str = "dev/assignor/kafka/SandboxFailure";
@@ -184,7 +184,48 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_load<'l>(
             .into_iter()
             .zip(strings(env, &values)?)
             .collect();
-        let assignor = call::load(&path, &properties, &prefix, signals_based_traps != 0)?;
+        let assignor = call::load(
+            Source::File(&path),
+            &properties,
+            &prefix,
+            signals_based_traps != 0,
+        )?;
+        Ok(Box::into_raw(Box::new(assignor)) as jlong)
+    })
+}
+
+/// `static native long loadBytes(byte[] component, String origin, String[] keys, String[]
+/// values, String prefix, boolean signalsBasedTraps)`: as `load`, from a component's bytes
+/// (pulled from `assignor serve`), `origin` naming them until the component's name is known.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_loadBytes<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    component: JByteArray<'l>,
+    origin: JString<'l>,
+    keys: JObjectArray<'l>,
+    values: JObjectArray<'l>,
+    prefix: JString<'l>,
+    signals_based_traps: jboolean,
+) -> jlong {
+    guarded(&mut env, "(loading)", 0, |env| {
+        let bytes = env.convert_byte_array(&component)?;
+        let origin: String = env.get_string(&origin)?.into();
+        let prefix: String = env.get_string(&prefix)?.into();
+        let properties: BTreeMap<String, String> = strings(env, &keys)?
+            .into_iter()
+            .zip(strings(env, &values)?)
+            .collect();
+        let assignor = call::load(
+            Source::Bytes {
+                bytes: &bytes,
+                origin: &origin,
+            },
+            &properties,
+            &prefix,
+            signals_based_traps != 0,
+        )?;
         Ok(Box::into_raw(Box::new(assignor)) as jlong)
     })
 }
@@ -202,10 +243,25 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_name<'l>(
     })
 }
 
+/// `static native String sha256(long handle)`: SHA-256 (hex) of the component's bytes, which
+/// the plugin compares with a service's upload to tell whether that is a new version.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_sha256<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> jstring {
+    guarded(&mut env, "?", std::ptr::null_mut(), |env| {
+        let assignor = component(handle)?;
+        Ok(env.new_string(assignor.sha256())?.into_raw())
+    })
+}
+
 /// `static native long[] inputLimits(long handle)`: the component's input limits, for the plugin
 /// to check a group against before it encodes it (so a hostile group costs no more work than
-/// the limits allow): max members, subtopologies, partitions per subtopology, tasks, id bytes
-/// and flat-form bytes (the sandbox's `max.input.bytes`), in that order.
+/// the limits allow): max members, subtopologies, partitions per subtopology, tasks, id bytes,
+/// flat-form bytes (the sandbox's `max.input.bytes`) and component bytes (checked before a
+/// version is downloaded), in that order.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_inputLimits<'l>(
     mut env: JNIEnv<'l>,
@@ -239,6 +295,7 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_assign<'l>(
         let assignor = component(handle)?;
         let bytes = env.convert_byte_array(&string_bytes)?;
         let ends = ints(env, &string_ends)?;
+        test_hook::panic_if_asked(&bytes, &ends);
         let group = ints(env, &group_ints)?;
         let offsets = longs(env, &group_longs)?;
         let strings = Strings {
@@ -285,6 +342,33 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_free<'l>(
         }
         Ok(())
     })
+}
+
+/// A way for the Java tests to make the bridge panic inside an export, so that they can show
+/// the panic reaching Kafka as a `TaskAssignorException`: nothing from outside makes a correct
+/// bridge panic. Compiled only with debug assertions, that is in the dev profile the Java
+/// tests run on (`runtime/kafka/build.sh`); the release build a broker runs (`build.sh
+/// bench`, `cargo build --release`) has no such hook.
+mod test_hook {
+    /// The first string of a group (its first subtopology's id) that makes `assign` panic.
+    #[cfg(debug_assertions)]
+    const PANIC_ID: &[u8] = b"assignor-bridge-test-panic";
+
+    /// Panics when the group's first string is [`PANIC_ID`].
+    #[cfg(debug_assertions)]
+    pub(super) fn panic_if_asked(bytes: &[u8], ends: &[i32]) {
+        let first = ends
+            .first()
+            .and_then(|&end| usize::try_from(end).ok())
+            .and_then(|end| bytes.get(..end));
+        if first == Some(PANIC_ID) {
+            panic!("test hook: the group's first subtopology asked for a panic");
+        }
+    }
+
+    /// No hook in a release build.
+    #[cfg(not(debug_assertions))]
+    pub(super) fn panic_if_asked(_bytes: &[u8], _ends: &[i32]) {}
 }
 
 #[cfg(test)]

@@ -125,7 +125,12 @@ impl Cursor<'_> {
 
     fn tasks(&mut self) -> Result<TaskSet, String> {
         let n = self.count(2)?;
-        let tasks = (0..n).map(|_| self.task()).collect::<Result<Vec<_>, _>>()?;
+        // Sized up front (collecting `Result`s starts from an empty vector and doubles it):
+        // `count` checked that the ints hold `n` tasks, so the input bounds the allocation.
+        let mut tasks = Vec::with_capacity(n);
+        for _ in 0..n {
+            tasks.push(self.task()?);
+        }
         TaskSet::from_unique(tasks).map_err(|t| format!("task {t} given twice"))
     }
 

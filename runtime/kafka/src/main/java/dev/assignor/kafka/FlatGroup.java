@@ -125,7 +125,12 @@ final class FlatGroup {
             e.add(topology.isStateful(id) ? 1 : 0);
         }
         AssignmentConfigs configs = group.configs();
-        e.add(configs.numStandbyReplicas());
+        int standbys = configs.numStandbyReplicas();
+        if (standbys < 0) {
+            // Kafka's input, not a fault of the flat form: refused here, before a member is read.
+            throw new IllegalArgumentException("configs.numStandbyReplicas is " + standbys);
+        }
+        e.add(standbys);
         List<String> tags = configs.rackAwareAssignmentTags();
         e.add(tags.size());
         for (int i = 0; i < tags.size(); i++) {

@@ -63,18 +63,22 @@ final class NativeComponent implements AutoCloseable {
     }
 
     final String name;
-    final String path;
+    /** Where this version came from: the file, or the upload it was pulled from. */
+    final String origin;
+    /** SHA-256 (hex) of the component's bytes. */
+    final String sha256;
     /** The input limits a group is checked against before it is encoded for this version. */
     final InputLimits limits;
     private final Handle handle;
     private final Cleaner.Cleanable cleanable;
 
-    private NativeComponent(long handle, String path) throws SandboxFailure {
+    private NativeComponent(long handle, String origin) throws SandboxFailure {
         this.handle = new Handle(handle);
         this.cleanable = CLEANER.register(this, this.handle);
-        this.path = path;
+        this.origin = origin;
         try {
             this.name = name(handle);
+            this.sha256 = sha256(handle);
             this.limits = new InputLimits(inputLimits(handle));
         } catch (SandboxFailure e) {
             cleanable.clean();
@@ -89,11 +93,26 @@ final class NativeComponent implements AutoCloseable {
     static NativeComponent load(String path, Map<String, String> properties, String prefix,
                                 boolean signalsBasedTraps) throws SandboxFailure {
         String[] keys = properties.keySet().toArray(new String[0]);
+        return new NativeComponent(load(path, keys, values(properties, keys), prefix, signalsBasedTraps), path);
+    }
+
+    /**
+     * Loads a component from its bytes (a version pulled from a service), {@code origin}
+     * naming it until its own name is known; otherwise as {@link #load(String, Map, String, boolean)}.
+     */
+    static NativeComponent load(byte[] component, String origin, Map<String, String> properties, String prefix,
+                                boolean signalsBasedTraps) throws SandboxFailure {
+        String[] keys = properties.keySet().toArray(new String[0]);
+        return new NativeComponent(loadBytes(component, origin, keys, values(properties, keys), prefix,
+            signalsBasedTraps), origin);
+    }
+
+    private static String[] values(Map<String, String> properties, String[] keys) {
         String[] values = new String[keys.length];
         for (int i = 0; i < keys.length; i++) {
             values[i] = properties.get(keys[i]);
         }
-        return new NativeComponent(load(path, keys, values, prefix, signalsBasedTraps), path);
+        return values;
     }
 
     /** One call on the flat group; {@code null} when this version was closed meanwhile. */
@@ -119,7 +138,12 @@ final class NativeComponent implements AutoCloseable {
     private static native long load(String path, String[] keys, String[] values, String prefix,
                                     boolean signalsBasedTraps) throws SandboxFailure;
 
+    private static native long loadBytes(byte[] component, String origin, String[] keys, String[] values,
+                                         String prefix, boolean signalsBasedTraps) throws SandboxFailure;
+
     private static native String name(long handle) throws SandboxFailure;
+
+    private static native String sha256(long handle) throws SandboxFailure;
 
     private static native long[] inputLimits(long handle) throws SandboxFailure;
 

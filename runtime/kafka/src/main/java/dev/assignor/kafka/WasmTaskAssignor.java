@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
@@ -47,6 +48,16 @@ import org.slf4j.LoggerFactory;
  *       {@code <key>}, with the broker's {@code group.streams.*} keys.</li>
  *   <li>{@code P + "watch.ms"} (default 10000, 0 for never): how often the file is checked for
  *       a new version (hot swap).</li>
+ *   <li>{@code P + "service.url"} (default unset: no pulling): an {@code assignor serve} service,
+ *       {@code http(s)://HOST:PORT}, polled for new versions of the tenant's upload (hot swap
+ *       pulled from the service; the file stays the version the broker starts with). With it:
+ *       {@code P + "service.tenant"} (required: the answer must be this tenant's),
+ *       {@code P + "service.token"} (required: the tenant's token; never logged, and never
+ *       handed to any component's {@code configure}), {@code P + "service.assignor"} (default
+ *       the component's name: the upload to pull), {@code P + "service.poll.ms"} (default
+ *       10000) and {@code P + "service.timeout.ms"} (default 5000: the whole exchange, body
+ *       included). A version over the entry's {@code max.component.bytes} is refused before
+ *       it is read.</li>
  *   <li>{@code P + "signals.based.traps"} (default false): let wasmtime catch traps with
  *       signal handlers; for measurements only, never in a broker (they would sit in front of
  *       HotSpot's).</li>
@@ -75,15 +86,28 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
     static final Set<String> RESERVED_NAMES = Set.of("sticky", "balanced");
 
     private static final long DEFAULT_WATCH_MS = 10_000;
+    private static final long DEFAULT_POLL_MS = 10_000;
+    private static final long DEFAULT_SERVICE_TIMEOUT_MS = 5_000;
+    /** The last part of every plugin entry's token key, which no component may see. */
+    private static final String TOKEN_KEY = "service.token";
     private static final Logger LOG = LoggerFactory.getLogger(WasmTaskAssignor.class);
 
     private final String prefix = prefix(getClass());
     private volatile NativeComponent current;
+    /** The broker's properties less every plugin entry's service token: what the bridge sees. */
     private Map<String, String> properties;
     private boolean signalsBasedTraps;
     private ScheduledExecutorService watcher;
+    /** The component file ({@code P + "path"}). */
+    private String path;
     /** Modification time and size of the file when the running version (or the last refused one) was read. */
     private String lastSeen;
+    /** The service's upload to pull new versions from, or null. */
+    private ServiceSource service;
+    /** SHA-256 of the last version the service gave (swapped in or refused), or the running one's. */
+    private volatile String serviceSeen;
+    /** The sort of the last poll's problem, logged when it changes (not every poll while the service is down). */
+    private String pullProblem;
 
     /**
      * The key prefix of a plugin class: {@link #KEY_PREFIX} for this class; for a subclass,
@@ -113,41 +137,79 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
     public synchronized void configure(Map<String, ?> configs) {
         Map<String, String> props = new TreeMap<>();
         for (Map.Entry<String, ?> e : configs.entrySet()) {
-            if (e.getValue() != null) {
+            // No entry's token reaches the bridge, hence no component's configure.
+            if (e.getValue() != null && !(e.getKey().startsWith(KEY_PREFIX) && e.getKey().endsWith(TOKEN_KEY))) {
                 props.put(e.getKey(), String.valueOf(e.getValue()));
             }
         }
-        String path = props.get(prefix + "path");
-        if (path == null || path.isBlank()) {
+        String file = props.get(prefix + "path");
+        if (file == null || file.isBlank()) {
             throw new IllegalArgumentException(entry() + ": set " + prefix + "path to the assignor component file");
         }
         long watchMs = longKey(props, prefix + "watch.ms", DEFAULT_WATCH_MS);
+        long pollMs = longKey(props, prefix + "service.poll.ms", DEFAULT_POLL_MS);
+        long serviceTimeoutMs = longKey(props, prefix + "service.timeout.ms", DEFAULT_SERVICE_TIMEOUT_MS);
+        String url = props.get(prefix + "service.url");
+        Object token = configs.get(prefix + TOKEN_KEY);
+        String tenant = props.get(prefix + "service.tenant");
+        if (url != null) {
+            if (tenant == null || tenant.isBlank() || token == null || String.valueOf(token).isBlank()) {
+                throw new IllegalArgumentException(entry() + ": " + prefix + "service.url is set; set "
+                    + prefix + "service.tenant and " + prefix + TOKEN_KEY + " too");
+            }
+            if (serviceTimeoutMs == 0) {
+                throw new IllegalArgumentException(entry() + ": " + prefix + "service.timeout.ms must be at least 1");
+            }
+        }
         this.signalsBasedTraps = Boolean.parseBoolean(props.getOrDefault(prefix + "signals.based.traps", "false"));
         this.properties = props;
-        String seen = fileVersion(Paths.get(path));
+        String seen = fileVersion(Paths.get(file));
         NativeComponent loaded;
         try {
-            loaded = NativeComponent.load(path, props, prefix, signalsBasedTraps);
+            loaded = NativeComponent.load(file, props, prefix, signalsBasedTraps);
         } catch (SandboxFailure e) {
             throw new IllegalArgumentException(entry() + ": " + e.getMessage(), e);
         }
         if (RESERVED_NAMES.contains(loaded.name)) {
             loaded.close();
-            throw new IllegalArgumentException(entry() + ": the component " + path + " is named `" + loaded.name
+            throw new IllegalArgumentException(entry() + ": the component " + file + " is named `" + loaded.name
                 + "`, a name Kafka reserves for a built-in assignor (sticky: KIP-1357; balanced: KAFKA-20998), "
                 + "and a broker refuses a custom assignor under a built-in's name; give the component another name()");
         }
+        ServiceSource source = null;
+        if (url != null) {
+            try {
+                source = new ServiceSource(url, prefix + "service.url", tenant, String.valueOf(token),
+                    props.getOrDefault(prefix + "service.assignor", loaded.name), Duration.ofMillis(serviceTimeoutMs));
+            } catch (IllegalArgumentException e) {
+                loaded.close();
+                throw new IllegalArgumentException(entry() + ": " + e.getMessage(), e);
+            }
+        }
         close();
         this.current = loaded;
+        this.path = file;
         this.lastSeen = seen;
-        LOG.info("assignor={} path={} loaded for {} (key prefix {})", loaded.name, path, entry(), prefix);
-        if (watchMs > 0) {
+        this.service = source;
+        this.serviceSeen = loaded.sha256;
+        this.pullProblem = null;
+        LOG.info("assignor={} path={} sha256={} loaded for {} (key prefix {})", loaded.name, file, loaded.sha256,
+            entry(), prefix);
+        boolean pulling = source != null && pollMs > 0;
+        if (watchMs > 0 || pulling) {
             watcher = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "wasm-assignor-watch-" + loaded.name);
                 t.setDaemon(true);
                 return t;
             });
+        }
+        if (watchMs > 0) {
             watcher.scheduleWithFixedDelay(this::checkForUpdate, watchMs, watchMs, TimeUnit.MILLISECONDS);
+        }
+        if (pulling) {
+            LOG.info("assignor={} tenant={} url={} pulling new versions every {} ms", loaded.name, source.tenant,
+                source.uri, pollMs);
+            watcher.scheduleWithFixedDelay(this::pullFromService, pollMs, pollMs, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -247,12 +309,15 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
         return c;
     }
 
+    /** Loads a candidate version. */
+    private interface Loader {
+        NativeComponent load() throws SandboxFailure;
+    }
+
     /**
-     * Hot swap: when the file changed since the running version (or the last refused one)
-     * was read, loads it, checks that it keeps the running name, trial-runs it on a small
-     * group, and only then swaps it in; calls in flight finish on the old version, which is
-     * closed after them. A version that fails any step is logged and the running one kept.
-     * Runs on the watcher thread every {@code P + "watch.ms"}; tests call it directly.
+     * Hot swap from the file: when it changed since the running version (or the last refused
+     * one) was read, {@link #swapIn} its new version. Runs on the watcher thread every
+     * {@code P + "watch.ms"}; tests call it directly.
      *
      * @return whether a new version was swapped in
      */
@@ -261,29 +326,95 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
         if (running == null) {
             return false;
         }
-        String seen = fileVersion(Paths.get(running.path));
+        String seen = fileVersion(Paths.get(path));
         if (seen.equals(lastSeen)) {
             return false;
         }
         lastSeen = seen;
+        return swapIn(running, path, () -> NativeComponent.load(path, properties, prefix, signalsBasedTraps));
+    }
+
+    /**
+     * Hot swap pulled from the service: asks for the upload unless it is still the version last
+     * seen, and {@link #swapIn} a new one. An unreachable service, a refused token, a missing
+     * upload or a bad answer keeps the running version; the problem is logged when it first
+     * shows and when it changes, and the service's recovery is logged too. The request runs
+     * outside the plugin's lock, so {@link #close} never waits for a slow service. Runs on the
+     * watcher thread every {@code P + "service.poll.ms"}; tests call it directly.
+     *
+     * @return whether a new version was swapped in
+     */
+    boolean pullFromService() {
+        NativeComponent running = current;
+        ServiceSource source = service;
+        if (running == null || source == null) {
+            return false;
+        }
+        Optional<ServiceSource.Version> pulled;
+        try {
+            pulled = source.poll(serviceSeen, running.limits.maxComponentBytes);
+        } catch (RuntimeException e) {
+            // A fault of the HTTP client: logged, and not thrown, which would end the schedule.
+            LOG.error("assignor={} tenant={} url={} kind=internal: polling the service failed, keeping the running one",
+                running.name, source.tenant, source.uri, e);
+            return false;
+        } catch (ServiceSource.PullFailure e) {
+            synchronized (this) {
+                if (current != running) {
+                    // Swapped or closed meanwhile (close interrupts a poll in flight): nothing to say.
+                    return false;
+                }
+                if (!e.problem.equals(pullProblem)) {
+                    pullProblem = e.problem;
+                    LOG.warn("assignor={} tenant={} url={} kind=pull: no new version from the service, keeping the "
+                        + "running one: {}", running.name, source.tenant, source.uri, e.getMessage());
+                }
+            }
+            return false;
+        }
+        synchronized (this) {
+            if (pullProblem != null) {
+                pullProblem = null;
+                LOG.info("assignor={} tenant={} url={} pulling from the service works again", running.name, source.tenant,
+                    source.uri);
+            }
+            if (pulled.isEmpty() || current != running || service != source) {
+                // Unchanged; or swapped or closed meanwhile: the next poll asks again.
+                return false;
+            }
+            ServiceSource.Version version = pulled.get();
+            serviceSeen = version.sha256;
+            return swapIn(running, source + " (sha256 " + version.sha256 + ")",
+                () -> NativeComponent.load(version.component, source.toString(), properties, prefix,
+                    signalsBasedTraps));
+        }
+    }
+
+    /**
+     * Loads a new version with {@code loader}, checks that it keeps the running name, trial-runs
+     * it on a small group, and only then swaps it in; calls in flight finish on the old version,
+     * which is closed after them. A version that fails any step is logged with why, and the
+     * running one kept.
+     */
+    private boolean swapIn(NativeComponent running, String origin, Loader loader) {
         long start = System.nanoTime();
         NativeComponent candidate;
         try {
-            candidate = NativeComponent.load(running.path, properties, prefix, signalsBasedTraps);
+            candidate = loader.load();
         } catch (SandboxFailure e) {
             LOG.error("assignor={} kind={} fuel={} time={}ms: new version of {} refused, keeping the running one: {}",
-                running.name, e.kind, e.fuel < 0 ? "-" : e.fuel, millis(System.nanoTime() - start), running.path,
+                running.name, e.kind, e.fuel < 0 ? "-" : e.fuel, millis(System.nanoTime() - start), origin,
                 e.detail);
             return false;
         } catch (RuntimeException e) {
             LOG.error("assignor={} kind=internal: new version of {} refused, keeping the running one", running.name,
-                running.path, e);
+                origin, e);
             return false;
         }
         if (!candidate.name.equals(running.name)) {
             LOG.error("assignor={} kind=load: new version of {} refused, keeping the running one: it is named `{}`; "
                 + "a new name needs a broker restart (the broker registers assignors by name at startup)",
-                running.name, running.path, candidate.name);
+                running.name, origin, candidate.name);
             candidate.close();
             return false;
         }
@@ -291,18 +422,18 @@ public class WasmTaskAssignor implements TaskAssignor, Configurable, AutoCloseab
             NativeComponent.Result trial = candidate.assign(FlatGroup.encode(TrialGroup.GROUP, TrialGroup.TOPOLOGY,
                 candidate.limits));
             LOG.info("assignor={} fuel={} time={}ms: new version of {} passed its trial run, swapped in",
-                running.name, trial.fuel, millis(System.nanoTime() - start), running.path);
+                running.name, trial.fuel, millis(System.nanoTime() - start), origin);
         } catch (SandboxFailure e) {
             LOG.error("assignor={} kind={} fuel={} time={}ms: new version of {} failed its trial run, keeping the "
                 + "running one: {}", running.name, e.kind, e.fuel < 0 ? "-" : e.fuel,
-                millis(System.nanoTime() - start), running.path, e.detail);
+                millis(System.nanoTime() - start), origin, e.detail);
             candidate.close();
             return false;
         } catch (InputLimitException e) {
             // The trial group over the entry's input limits: the version is fine, the limits
             // too small to try it; refused all the same, since it cannot be checked.
             LOG.error("assignor={} kind=input-limit: new version of {} could not be trial-run, keeping the running "
-                + "one: {}", running.name, running.path, e.getMessage());
+                + "one: {}", running.name, origin, e.getMessage());
             candidate.close();
             return false;
         }

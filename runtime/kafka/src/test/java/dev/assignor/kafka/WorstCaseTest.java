@@ -92,6 +92,22 @@ class WorstCaseTest {
         }
     }
 
+    /** numStandbyReplicas at both ends of its range: Integer.MAX_VALUE reaches the assignor, whose work the sandbox bounds (the sticky sample places what it can, validly); -1 is refused before a member is read, naming the field, and the plugin then answers a normal group. */
+    @Test
+    void standbyCountsAtTheEndsOfTheirRange() {
+        try (WasmTaskAssignor plugin = Components.plugin("sample-sticky")) {
+            TestGroup most = TestGroup.cold(4, 2, 2, 8, Integer.MAX_VALUE);
+            assertNull(most.problem(plugin.assign(most, most)));
+            TestGroup negative = TestGroup.cold(4, 2, 2, 8, -1);
+            TaskAssignorException x = assertThrows(TaskAssignorException.class,
+                () -> plugin.assign(negative, negative));
+            assertEquals("internal: task assignor `sample-sticky` failed: cannot read the group: "
+                + "java.lang.IllegalArgumentException: configs.numStandbyReplicas is -1", x.getMessage());
+            TestGroup normal = TestGroup.cold(4, 2, 2, 8, 1);
+            assertNull(normal.problem(plugin.assign(normal, normal)));
+        }
+    }
+
     /** A 10 MiB member id (and a long id in any other string of the group) is refused by its length, before it is hashed, copied or encoded. */
     @Test
     void longIds() {
