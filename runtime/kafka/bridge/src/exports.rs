@@ -164,6 +164,44 @@ fn component<'h>(handle: jlong) -> Result<&'h ComponentAssignor, Stop> {
     Ok(unsafe { &*(handle as *const ComponentAssignor) })
 }
 
+/// What both loads take besides the component: the broker's properties (parallel arrays),
+/// the entry's key prefix and the trap mode.
+struct Entry {
+    properties: BTreeMap<String, String>,
+    prefix: String,
+    signals_based_traps: bool,
+}
+
+impl Entry {
+    fn read(
+        env: &mut JNIEnv<'_>,
+        keys: &JObjectArray<'_>,
+        values: &JObjectArray<'_>,
+        prefix: &JString<'_>,
+        signals_based_traps: jboolean,
+    ) -> Result<Self, Stop> {
+        Ok(Self {
+            prefix: env.get_string(prefix)?.into(),
+            properties: strings(env, keys)?
+                .into_iter()
+                .zip(strings(env, values)?)
+                .collect(),
+            signals_based_traps: signals_based_traps != 0,
+        })
+    }
+
+    /// Loads the component under the entry's limits; its handle.
+    fn load(&self, source: Source<'_>) -> Result<jlong, Stop> {
+        let assignor = call::load(
+            source,
+            &self.properties,
+            &self.prefix,
+            self.signals_based_traps,
+        )?;
+        Ok(Box::into_raw(Box::new(assignor)) as jlong)
+    }
+}
+
 /// `static native long load(String path, String[] keys, String[] values, String prefix,
 /// boolean signalsBasedTraps)`: loads the component at `path` under the entry's limits (the
 /// broker's properties as parallel arrays) and returns its handle.
@@ -179,18 +217,8 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_load<'l>(
 ) -> jlong {
     guarded(&mut env, "(loading)", 0, |env| {
         let path: String = env.get_string(&path)?.into();
-        let prefix: String = env.get_string(&prefix)?.into();
-        let properties: BTreeMap<String, String> = strings(env, &keys)?
-            .into_iter()
-            .zip(strings(env, &values)?)
-            .collect();
-        let assignor = call::load(
-            Source::File(&path),
-            &properties,
-            &prefix,
-            signals_based_traps != 0,
-        )?;
-        Ok(Box::into_raw(Box::new(assignor)) as jlong)
+        let entry = Entry::read(env, &keys, &values, &prefix, signals_based_traps)?;
+        entry.load(Source::File(&path))
     })
 }
 
@@ -212,21 +240,11 @@ pub extern "system" fn Java_dev_assignor_kafka_NativeComponent_loadBytes<'l>(
     guarded(&mut env, "(loading)", 0, |env| {
         let bytes = env.convert_byte_array(&component)?;
         let origin: String = env.get_string(&origin)?.into();
-        let prefix: String = env.get_string(&prefix)?.into();
-        let properties: BTreeMap<String, String> = strings(env, &keys)?
-            .into_iter()
-            .zip(strings(env, &values)?)
-            .collect();
-        let assignor = call::load(
-            Source::Bytes {
-                bytes: &bytes,
-                origin: &origin,
-            },
-            &properties,
-            &prefix,
-            signals_based_traps != 0,
-        )?;
-        Ok(Box::into_raw(Box::new(assignor)) as jlong)
+        let entry = Entry::read(env, &keys, &values, &prefix, signals_based_traps)?;
+        entry.load(Source::Bytes {
+            bytes: &bytes,
+            origin: &origin,
+        })
     })
 }
 
