@@ -141,3 +141,25 @@ fn quality_checks_name_what_is_wrong() {
         "{report}"
     );
 }
+
+/// Every built-in, run natively in the service's process, takes the largest standby count a
+/// group's config can set (u32::MAX) and places one standby per other process, allocating
+/// nothing by the count: `balanced` once sized a vector by it, and natively that aborted the
+/// process (a 32 GiB allocation), where the sandbox only trapped.
+#[test]
+fn builtins_take_the_largest_standby_count() {
+    let (mut group, topology) = example();
+    group.configs.num_standby_replicas = u32::MAX;
+    for &name in assignor_coordinator::BUILTIN_NAMES {
+        let mut assignor = assignor_coordinator::builtin(name).expect("a built-in");
+        assignor
+            .configure(&BTreeMap::new())
+            .expect("the built-ins configure without keys");
+        let assignment = assignor.assign(&group, &topology).expect("an assignment");
+        let report = Report::default()
+            .with(checks::valid(&group, &topology, &assignment))
+            .with(checks::standby_placement(&group, &topology, &assignment));
+        let failures: Vec<_> = report.failures().collect();
+        assert!(failures.is_empty(), "{name}: {failures:?}");
+    }
+}

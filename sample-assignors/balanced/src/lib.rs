@@ -70,7 +70,9 @@ impl TaskAssignor for BalancedAssignor {
         let mut heap: BinaryHeap<Reverse<(u32, usize)>> = (0..order.len())
             .map(|pos| Reverse((load[pos], pos)))
             .collect();
-        let mut holding = Vec::with_capacity(replicas + 1);
+        // A task's copies are on distinct processes, so at most one per member: the count
+        // asked for (up to u32::MAX from a broker) does not size anything.
+        let mut holding = Vec::with_capacity(replicas.min(order.len()) + 1);
         let mut skipped = Vec::new();
         for (&task, &active) in tasks.iter().zip(&active_pos) {
             if !topology.subtopology(task).is_some_and(|s| s.is_stateful) {

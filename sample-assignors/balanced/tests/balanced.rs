@@ -136,6 +136,22 @@ fn too_few_processes_place_fewer_standbys() {
     }
 }
 
+/// The largest standby count a broker can send places one copy per other process and
+/// allocates nothing by it (it once sized a vector by it: a capacity overflow in the sandbox).
+#[test]
+fn the_largest_standby_count_is_bounded_by_the_processes() {
+    let (group, topology) = scenario(&[2, 1, 1], &[(4, true)], u32::MAX);
+    let a = assign(&group, &topology);
+    for task in topology.tasks() {
+        let standbys = a
+            .members
+            .iter()
+            .filter(|m| m.standby_tasks.contains(&task))
+            .count();
+        assert_eq!(standbys, 2, "{task}: two other processes, two standbys");
+    }
+}
+
 /// No members: nothing to assign to, an empty assignment rather than an error.
 #[test]
 fn empty_group_gets_empty_assignment() {
