@@ -42,7 +42,7 @@ use assignor_sdk::{
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, parse_list};
 use crate::registry::Registry;
-use crate::store::{Conditional, Revision, Store, StoreError, SyncToken};
+use crate::store::{Conditional, Revision, SharedStore, Store, StoreError, SyncToken};
 use assignor_sandbox::Usage;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
 use assignor_sandbox::{InputLimitError, Limits, cut};
@@ -1635,12 +1635,11 @@ impl SharedWrite {
     /// Writes the group's new record, durably, if its revision is still the one the state was
     /// planned from; a network round trip: call it without holding the coordinator.
     pub fn write(self: Box<Self>) -> Result<SharedWritten, CoordinatorError> {
-        let key = format!("{GROUP_KEY_PREFIX}{}", self.group);
         let shared = self.store.shared().ok_or_else(|| StoreError::Backend {
             backend: format!("{:?}", self.store),
             source: "a shared write was prepared on a store that is not shared".into(),
         })?;
-        let outcome = shared.put_if(&key, &records::encode(&self.state), self.state.revision)?;
+        let outcome = put_group_if(shared, &self.group, &self.state)?;
         let SharedWrite { group, state, .. } = *self;
         Ok(SharedWritten {
             group,
@@ -1685,15 +1684,32 @@ fn write_group(
     group: &str,
     state: &GroupState,
 ) -> Result<Written, StoreError> {
-    let key = format!("{GROUP_KEY_PREFIX}{group}");
-    let bytes = records::encode(state);
     match store.shared() {
-        None => store.put_unsynced(&key, &bytes).map(Written::Queued),
-        Some(shared) => Ok(match shared.put_if(&key, &bytes, state.revision)? {
+        None => store
+            .put_unsynced(
+                &format!("{GROUP_KEY_PREFIX}{group}"),
+                &records::encode(state),
+            )
+            .map(Written::Queued),
+        Some(shared) => Ok(match put_group_if(shared, group, state)? {
             Conditional::Written(revision) => Written::Durable(revision),
             Conditional::Conflict(_) => Written::Lost,
         }),
     }
+}
+
+/// Writes a group's record to a shared store if it is still at the revision `state` was read
+/// or written at.
+fn put_group_if(
+    shared: &dyn SharedStore,
+    group: &str,
+    state: &GroupState,
+) -> Result<Conditional, StoreError> {
+    shared.put_if(
+        &format!("{GROUP_KEY_PREFIX}{group}"),
+        &records::encode(state),
+        state.revision,
+    )
 }
 
 /// Makes `config` the group's; a different config clears the failure backoff, so the next

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use assignor_sdk::{
-    AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskSet,
-    Topology,
+    AssignmentConfigs, GroupAssignment, GroupSpec, Member, Subtopology, TaskAssignor, TaskId,
+    TaskSet, Topology,
 };
 use balanced_assignor::BalancedAssignor;
 
@@ -54,6 +54,14 @@ fn assign(group: &GroupSpec, topology: &Topology) -> GroupAssignment {
     BalancedAssignor
         .assign(group, topology)
         .expect("balanced never fails")
+}
+
+/// How many members hold `task` as a standby.
+fn standbys(a: &GroupAssignment, task: TaskId) -> usize {
+    a.members
+        .iter()
+        .filter(|m| m.standby_tasks.contains(&task))
+        .count()
 }
 
 /// Actives: every task exactly once, per-member counts within one of each other.
@@ -127,12 +135,11 @@ fn too_few_processes_place_fewer_standbys() {
     let (group, topology) = scenario(&[3, 1], &[(4, true)], 3);
     let a = assign(&group, &topology);
     for task in topology.tasks() {
-        let standbys = a
-            .members
-            .iter()
-            .filter(|m| m.standby_tasks.contains(&task))
-            .count();
-        assert_eq!(standbys, 1, "{task}: one other process, one standby");
+        assert_eq!(
+            standbys(&a, task),
+            1,
+            "{task}: one other process, one standby"
+        );
     }
 }
 
@@ -143,12 +150,11 @@ fn the_largest_standby_count_is_bounded_by_the_processes() {
     let (group, topology) = scenario(&[2, 1, 1], &[(4, true)], u32::MAX);
     let a = assign(&group, &topology);
     for task in topology.tasks() {
-        let standbys = a
-            .members
-            .iter()
-            .filter(|m| m.standby_tasks.contains(&task))
-            .count();
-        assert_eq!(standbys, 2, "{task}: two other processes, two standbys");
+        assert_eq!(
+            standbys(&a, task),
+            2,
+            "{task}: two other processes, two standbys"
+        );
     }
 }
 
