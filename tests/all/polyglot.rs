@@ -3,7 +3,9 @@
 //! `guest-sdk/js/build`, which install componentize-py and componentize-js when missing), pass
 //! their native tests, return exactly what the Rust `balanced` sample returns, pass the
 //! `assignor check` suite inside the default memory and time limits, and run through
-//! `assignor assign` and the service's upload and coordinator.
+//! `assignor assign` and the service's upload and coordinator. Two test guests, one per
+//! language (`tests/guests/python/failing`, `tests/guests/js/failing.js`), show that an
+//! exception the assignor did not foresee reaches the host as the assignor's own error.
 //!
 //! The components embed an interpreter, so their code is over the default code limits, and
 //! the JavaScript one needs more than the default fuel at 1000 members: the tests load them
@@ -86,6 +88,43 @@ const JS: Sample = Sample {
 
 const SAMPLES: [&Sample; 2] = [&PYTHON, &JS];
 
+/// A test guest in Python that fails with an unforeseen exception
+/// (`tests/guests/python/failing`): built and loaded like the samples, with their limits.
+const FAILING_PYTHON: Sample = Sample {
+    name: "failing-python",
+    dir: "tests/guests/python/failing",
+    build: ["guest-sdk/python/build", "tests/guests/python/failing"],
+    inputs: &[
+        "tests/guests/python/failing/app.py",
+        "guest-sdk/python/assignor_sdk",
+        "guest-sdk/python/build",
+        "guest-sdk/python/requirements-build.txt",
+        "wit",
+    ],
+    native_test: &[],
+    ..PYTHON
+};
+
+/// The same in JavaScript (`tests/guests/js/failing.js`).
+const FAILING_JS: Sample = Sample {
+    name: "failing-js",
+    dir: "tests/guests/js",
+    build: ["guest-sdk/js/build", "tests/guests/js/failing.js"],
+    inputs: &[
+        "tests/guests/js/failing.js",
+        "guest-sdk/js/src",
+        "guest-sdk/js/build",
+        "guest-sdk/js/componentize.mjs",
+        "guest-sdk/js/package-lock.json",
+        "wit",
+    ],
+    native_test: &[],
+    ..JS
+};
+
+/// Every component this module builds: the samples, then the test guests.
+const BUILDS: [&Sample; 4] = [&PYTHON, &JS, &FAILING_PYTHON, &FAILING_JS];
+
 /// How long compiling one of these components may take: 20–55 s measured on a loaded 2-core
 /// machine, against a default of 10 s.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -136,11 +175,11 @@ fn newest(path: &Path) -> SystemTime {
 /// The sample's component, built once per test run, and again only when an input changed
 /// since the last build (a build takes about a minute).
 fn component(sample: &Sample) -> &'static str {
-    static BUILT: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
-    let slot = SAMPLES
+    static BUILT: [OnceLock<String>; BUILDS.len()] = [const { OnceLock::new() }; BUILDS.len()];
+    let slot = BUILDS
         .iter()
         .position(|s| s.name == sample.name)
-        .expect("a listed sample");
+        .expect("a listed build");
     BUILT[slot].get_or_init(|| {
         let out = out_dir().join(format!("{}.wasm", sample.name));
         let built = std::fs::metadata(&out).and_then(|m| m.modified()).ok();
@@ -177,12 +216,12 @@ const CACHE_MAX_BYTES: u64 = 1 << 30;
 /// One runtime with `sample`'s [`limits`] and its loaded component, shared by the tests
 /// (a load compiles 6–9 MiB of code: 20–45 s here, unless [`cache_dir`] has it).
 fn loaded(sample: &Sample) -> &'static (Runtime, Arc<ComponentAssignor>) {
-    static LOADED: [OnceLock<(Runtime, Arc<ComponentAssignor>)>; 2] =
-        [OnceLock::new(), OnceLock::new()];
-    let slot = SAMPLES
+    static LOADED: [OnceLock<(Runtime, Arc<ComponentAssignor>)>; BUILDS.len()] =
+        [const { OnceLock::new() }; BUILDS.len()];
+    let slot = BUILDS
         .iter()
         .position(|s| s.name == sample.name)
-        .expect("a listed sample");
+        .expect("a listed build");
     LOADED[slot].get_or_init(|| {
         let rt = Runtime::builder(limits(sample))
             .cache_dir(cache_dir())
@@ -222,6 +261,53 @@ fn native_tests_pass(sample: &Sample) {
         sample.name,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// An unforeseen Python exception reaches the host as the assignor's own error, with its
+/// type, the frames it was raised through and what the call printed: a `guest-error` from
+/// `assign`, a refused load from `configure`. (The SDK's traceback read source files, which
+/// traps in a component without WASI, so every such exception was a bare `trap`.)
+#[test]
+fn python_exceptions_are_the_assignors_errors() {
+    exceptions_are_the_assignors_errors(
+        &FAILING_PYTHON,
+        &["KeyError: 'missing'", "app.py\", line ", "in assign"],
+        "RuntimeError: configure failed on purpose",
+    );
+}
+
+/// An unforeseen JavaScript exception reaches the host the same way, with its stack.
+#[test]
+fn js_exceptions_are_the_assignors_errors() {
+    exceptions_are_the_assignors_errors(
+        &FAILING_JS,
+        &["TypeError", "assign@tests/guests/js/failing.js:"],
+        "Error: configure failed on purpose",
+    );
+}
+
+fn exceptions_are_the_assignors_errors(guest: &Sample, in_assign: &[&str], in_configure: &str) {
+    let (rt, failing) = loaded(guest);
+    let (group, topology) = crate::common::example();
+    let error = failing
+        .assign(&group, &topology)
+        .expect_err("the guest fails");
+    assert_eq!(error.kind, ErrorKind::GuestError, "{error}");
+    let printed = format!("assigning {} members", group.members.len());
+    for part in in_assign.iter().chain([&printed.as_str()]) {
+        assert!(error.message.contains(part), "{part:?} in {error}");
+    }
+
+    let error = try_load(rt, component(guest), &[("failing.in", "configure")])
+        .expect_err("configure fails");
+    assert_eq!(error.kind, ErrorKind::Load, "{error}");
+    assert!(
+        error
+            .message
+            .contains("configure rejected the configuration")
+            && error.message.contains(in_configure),
+        "{error}"
     );
 }
 

@@ -90,8 +90,19 @@ def _err(value: Any) -> Exception:
 
 
 def _describe(error: Exception, output: io.StringIO) -> str:
-    """An unexpected exception as its traceback, printed output before it."""
-    return _with_output("".join(traceback.format_exception(error)).rstrip(), output)
+    """An unexpected exception as its traceback, printed output before it.
+
+    The traceback names each frame's file, line and function but quotes no source line:
+    ``traceback.format_exception`` reads the source files through ``linecache``, and in the
+    component every file access is a stubbed WASI call that traps, which turned each
+    unexpected exception into a bare trap instead of a ``guest-error``."""
+    frames = traceback.StackSummary.extract(
+        traceback.walk_tb(error.__traceback__), lookup_lines=False
+    )
+    lines = ["Traceback (most recent call last):"]
+    lines += [f'  File "{f.filename}", line {f.lineno}, in {f.name}' for f in frames]
+    lines += [line.rstrip() for line in traceback.format_exception_only(error)]
+    return _with_output("\n".join(lines), output)
 
 
 def _with_output(message: str, output: io.StringIO) -> str:
