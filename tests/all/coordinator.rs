@@ -221,6 +221,42 @@ fn assignment_configs_resolve() {
     assert!(target.members.values().all(|m| m.standby_tasks.is_empty()));
 }
 
+/// A group asks for at most `group.streams.max.standby.replicas` standbys (Kafka's bound,
+/// default 2): a larger count is refused naming the bound, with nothing stored, and a count
+/// stored before the operator lowered the bound reaches the assignor clamped to it.
+#[test]
+fn standby_count_is_bounded_by_the_broker() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (mut c, _) = coordinator(&["sticky"], &[], store.clone());
+    populate(&mut c);
+    let stored = store.load_all().expect("load");
+    for count in ["3", &u32::MAX.to_string()] {
+        let e = set(&mut c, NUM_STANDBY_REPLICAS, count).expect_err("above the bound");
+        assert_eq!(e.code(), ErrorCode::InvalidConfig);
+        assert!(
+            e.to_string().contains(&format!(
+                "streams.num.standby.replicas: {count} is above the broker's \
+                 group.streams.max.standby.replicas (2)"
+            )),
+            "{e}"
+        );
+    }
+    assert_eq!(store.load_all().expect("load"), stored, "unchanged");
+    set(&mut c, NUM_STANDBY_REPLICAS, "2").expect("at the bound");
+    drop(c);
+
+    let (c, _) = coordinator(
+        &["sticky"],
+        &["group.streams.max.standby.replicas=1"],
+        store,
+    );
+    let d = c.describe(GROUP).expect("describe");
+    assert_eq!(
+        d.configs.num_standby_replicas, 1,
+        "clamped to the new bound"
+    );
+}
+
 /// A persisted assignor name that is no longer registered falls back to the default, with a
 /// warning naming the group and the assignor; the group keeps working.
 #[test]

@@ -15,6 +15,9 @@ use assignor_sandbox::properties::PropertyError;
 pub const ASSIGNORS: &str = "group.streams.assignors";
 /// `group.streams.num.standby.replicas`: standby replicas for groups that do not override it.
 pub const NUM_STANDBY_REPLICAS: &str = "group.streams.num.standby.replicas";
+/// `group.streams.max.standby.replicas`: the most standby replicas a group may ask for, in
+/// [`NUM_STANDBY_REPLICAS`] or in its own `streams.num.standby.replicas`.
+pub const MAX_STANDBY_REPLICAS: &str = "group.streams.max.standby.replicas";
 /// `group.streams.rack.aware.assignment.tags`: client tag keys standbys are spread over.
 pub const RACK_AWARE_ASSIGNMENT_TAGS: &str = "group.streams.rack.aware.assignment.tags";
 // The limit keys and their parsing are the sandbox's, shared with the Kafka broker plugin's
@@ -27,6 +30,8 @@ pub use assignor_sandbox::properties::{
 pub const DEFAULT_ASSIGNORS: &[&str] = &["sticky"];
 /// The default of [`NUM_STANDBY_REPLICAS`], Kafka's: no standbys.
 pub const DEFAULT_NUM_STANDBY_REPLICAS: u32 = 0;
+/// The default of [`MAX_STANDBY_REPLICAS`], Kafka's: 2.
+pub const DEFAULT_MAX_STANDBY_REPLICAS: u32 = 2;
 
 /// A configuration that cannot be used; says which file, line or key, and why.
 #[derive(Debug, thiserror::Error)]
@@ -73,8 +78,12 @@ pub struct BrokerConfig {
     originals: BTreeMap<String, String>,
     /// [`ASSIGNORS`], in order; never empty.
     pub assignors: Vec<String>,
-    /// [`NUM_STANDBY_REPLICAS`].
+    /// [`NUM_STANDBY_REPLICAS`]; at most [`max_standby_replicas`](Self::max_standby_replicas).
     pub num_standby_replicas: u32,
+    /// [`MAX_STANDBY_REPLICAS`]: as in Kafka, it bounds the broker's default and every group's
+    /// own count, so that no group can make an assignor place (and size its work by) more
+    /// copies of each task than the operator allows.
+    pub max_standby_replicas: u32,
     /// [`RACK_AWARE_ASSIGNMENT_TAGS`].
     pub rack_aware_assignment_tags: Vec<String>,
     /// Per-call limits: [`FUEL`], [`MEMORY_BYTES`], [`TIMEOUT_MS`], [`COMPILE_TIMEOUT_MS`],
@@ -136,9 +145,26 @@ impl BrokerConfig {
                 list
             }
         };
+        let max_standby_replicas = match get(MAX_STANDBY_REPLICAS) {
+            None => DEFAULT_MAX_STANDBY_REPLICAS,
+            Some(v) => parse_number(MAX_STANDBY_REPLICAS, v)?,
+        };
         let num_standby_replicas = match get(NUM_STANDBY_REPLICAS) {
             None => DEFAULT_NUM_STANDBY_REPLICAS,
-            Some(v) => parse_number(NUM_STANDBY_REPLICAS, v)?,
+            Some(v) => {
+                let n = parse_number(NUM_STANDBY_REPLICAS, v)?;
+                if n > max_standby_replicas {
+                    return Err(ConfigError::Value {
+                        key: NUM_STANDBY_REPLICAS,
+                        value: v.to_owned(),
+                        message: format!(
+                            "must be at most {MAX_STANDBY_REPLICAS} ({max_standby_replicas}); \
+                             lower it or raise {MAX_STANDBY_REPLICAS}"
+                        ),
+                    });
+                }
+                n
+            }
         };
         let rack_aware_assignment_tags = get(RACK_AWARE_ASSIGNMENT_TAGS)
             .map(parse_list)
@@ -148,6 +174,7 @@ impl BrokerConfig {
             originals,
             assignors,
             num_standby_replicas,
+            max_standby_replicas,
             rack_aware_assignment_tags,
             limits,
             base_dir: PathBuf::from("."),
@@ -167,6 +194,10 @@ impl BrokerConfig {
             (
                 NUM_STANDBY_REPLICAS,
                 DEFAULT_NUM_STANDBY_REPLICAS.to_string(),
+            ),
+            (
+                MAX_STANDBY_REPLICAS,
+                DEFAULT_MAX_STANDBY_REPLICAS.to_string(),
             ),
             (RACK_AWARE_ASSIGNMENT_TAGS, String::new()),
         ];
@@ -246,7 +277,7 @@ mod tests {
         }
         let defaults = BrokerConfig::defaults();
         assert!(defaults.contains(&("group.streams.assignor.max.partitions", "100000".into())));
-        assert_eq!(defaults.len(), 3 + LIMIT_KEYS.len());
+        assert_eq!(defaults.len(), 4 + LIMIT_KEYS.len());
     }
 
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -262,6 +293,7 @@ mod tests {
         let c = BrokerConfig::default();
         assert_eq!(c.assignors, ["sticky"]);
         assert_eq!(c.num_standby_replicas, 0);
+        assert_eq!(c.max_standby_replicas, 2);
         assert!(c.rack_aware_assignment_tags.is_empty());
         assert_eq!(c.limits, Limits::default());
     }
@@ -327,6 +359,19 @@ mod tests {
         assert_eq!(
             err(&[(NUM_STANDBY_REPLICAS, "-1")]),
             "group.streams.num.standby.replicas=\"-1\": expected a non-negative integer"
+        );
+        assert_eq!(
+            err(&[(NUM_STANDBY_REPLICAS, "3")]),
+            "group.streams.num.standby.replicas=\"3\": must be at most \
+             group.streams.max.standby.replicas (2); lower it or raise \
+             group.streams.max.standby.replicas"
+        );
+        assert!(
+            BrokerConfig::from_properties(props(&[
+                (NUM_STANDBY_REPLICAS, "3"),
+                (MAX_STANDBY_REPLICAS, "3")
+            ]))
+            .is_ok()
         );
         assert!(err(&[(ASSIGNORS, " , ")]).contains("the list is empty"));
         assert!(err(&[(TIMEOUT_MS, "0")]).contains("must be at least 1"));

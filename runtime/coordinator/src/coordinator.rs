@@ -40,7 +40,7 @@ use assignor_sdk::{
 };
 
 use crate::assignor::Assignor;
-use crate::config::{BrokerConfig, parse_list};
+use crate::config::{BrokerConfig, MAX_STANDBY_REPLICAS, parse_list};
 use crate::registry::Registry;
 use crate::store::{Conditional, Revision, SharedStore, Store, StoreError, SyncToken};
 use assignor_sandbox::Usage;
@@ -519,6 +519,8 @@ struct KeptCapture {
 pub struct Coordinator {
     registry: Registry,
     broker_configs: AssignmentConfigs,
+    /// `group.streams.max.standby.replicas`: no group's count goes above it.
+    max_standby_replicas: u32,
     /// The input limits every group change is checked against (the broker's).
     limits: Limits,
     state_limits: StateLimits,
@@ -634,6 +636,7 @@ impl Coordinator {
                 num_standby_replicas: config.num_standby_replicas,
                 rack_aware_assignment_tags: config.rack_aware_assignment_tags.clone(),
             },
+            max_standby_replicas: config.max_standby_replicas,
             limits: config.limits.clone(),
             state_limits: StateLimits::default(),
             store,
@@ -839,9 +842,20 @@ impl Coordinator {
                 NUM_STANDBY_REPLICAS => {
                     config.num_standby_replicas = value
                         .map(|v| {
-                            v.trim().parse().map_err(|_| {
+                            let n: u32 = v.trim().parse().map_err(|_| {
                                 invalid(key, format!("`{v}` is not a non-negative integer"))
-                            })
+                            })?;
+                            if n > self.max_standby_replicas {
+                                return Err(invalid(
+                                    key,
+                                    format!(
+                                        "{n} is above the broker's {} ({}); ask for at most \
+                                         that many",
+                                        MAX_STANDBY_REPLICAS, self.max_standby_replicas
+                                    ),
+                                ));
+                            }
+                            Ok(n)
                         })
                         .transpose()?;
                 }
@@ -1362,11 +1376,15 @@ impl Coordinator {
         }
     }
 
+    /// The configs an assignor gets for a group: its own, else the broker's. A group's count
+    /// stored before the operator lowered `group.streams.max.standby.replicas` is clamped to
+    /// it, as Kafka clamps it.
     fn resolve_configs(&self, config: &GroupConfig) -> AssignmentConfigs {
         AssignmentConfigs {
             num_standby_replicas: config
                 .num_standby_replicas
-                .unwrap_or(self.broker_configs.num_standby_replicas),
+                .unwrap_or(self.broker_configs.num_standby_replicas)
+                .min(self.max_standby_replicas),
             rack_aware_assignment_tags: config
                 .rack_aware_assignment_tags
                 .clone()
