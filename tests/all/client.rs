@@ -1,5 +1,5 @@
 //! The `assignor` command as the service's client: the real binary against `assignor serve`
-//! in-process on loopback — upload, list, group put/set-config/get-config/assign/assignment/
+//! in-process on loopback — upload, list, download, group put/set-config/get-config/assign/assignment/
 //! describe, delete — with its exit codes (0 done, 1 refused, 2 bad usage or unreachable) and
 //! error messages that say what to do.
 
@@ -420,6 +420,100 @@ fn library_client_types_answers_and_errors() {
         stranger.list_assignors(),
         Err(ClientError::Unauthorized { .. })
     ));
+}
+
+/// `download` writes the tenant's upload byte for byte as uploaded, with the hash the upload
+/// reported; a built-in is no upload (404, exit 1) and leaves no file behind.
+#[test]
+fn download_writes_the_upload_as_uploaded() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = std::fs::read(guests::HASHMAP_USER).expect("the guest is built");
+    let up = json(&server.run(&["upload", "hashmap-user", guests::HASHMAP_USER, "--json"]));
+    let sha256 = up["sha256"].as_str().expect("the upload's hash");
+
+    let file = dir.path().join("got.wasm");
+    let got = server.run(&[
+        "download",
+        "hashmap-user",
+        "-o",
+        file.to_str().expect("UTF-8"),
+    ]);
+    assert_ok(&got);
+    assert!(
+        got.stdout.starts_with(&format!("wrote {}", file.display()))
+            && got.stdout.contains(&sha256[..12]),
+        "{got}"
+    );
+    assert_eq!(std::fs::read(&file).expect("written"), bytes);
+    let again = json(&server.run(&[
+        "download",
+        "hashmap-user",
+        "-o",
+        file.to_str().expect("UTF-8"),
+        "--json",
+    ]));
+    assert_eq!(again["sha256"], sha256);
+    assert_eq!(again["bytes"], bytes.len());
+
+    let built_in = dir.path().join("sticky.wasm");
+    let refused = server.run(&[
+        "download",
+        "sticky",
+        "-o",
+        built_in.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(refused.code, 1, "{refused}");
+    assert!(refused.stderr.contains("404"), "{refused}");
+    assert!(!built_in.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("listed").count(),
+        1,
+        "no partial file left"
+    );
+}
+
+/// The library client's `download` returns only bytes that hash to the answer's `ETag`: a
+/// stand-in server whose bytes differ, or which sends no hash, is a protocol error naming
+/// what was wrong.
+#[test]
+fn download_refuses_bytes_that_do_not_match_their_hash() {
+    use std::io::{BufRead, BufReader};
+    let zeros = "0".repeat(64);
+    let answers = [
+        (
+            format!("HTTP/1.1 200 OK\r\nETag: \"{zeros}\"\r\nContent-Length: 4\r\n\r\nwasm"),
+            "hash to",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nwasm".to_owned(),
+            "not a quoted SHA-256",
+        ),
+    ];
+    for (answer, says) in answers {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("bound"));
+        let stand_in = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("one request");
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).expect("the request") > 2 {
+                line.clear();
+            }
+            reader
+                .into_inner()
+                .write_all(answer.as_bytes())
+                .expect("answered");
+        });
+        let client = Client::new(&url, Some(TOKEN)).expect("valid URL");
+        match client.download("x") {
+            Err(e @ ClientError::Protocol { .. }) => {
+                assert!(e.to_string().contains(says), "{e}")
+            }
+            other => panic!("expected a protocol error, got {other:?}"),
+        }
+        stand_in.join().expect("the stand-in server");
+    }
 }
 
 /// A failed assignment in the service is captured: `group capture` downloads it (404 before

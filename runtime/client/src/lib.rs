@@ -311,6 +311,46 @@ impl Client {
         self.typed_call(Method::GET, path, None)
     }
 
+    /// This tenant's upload `name`, byte for byte as uploaded, with its SHA-256 (hex). The
+    /// service sends the hash as the answer's `ETag`; bytes that do not hash to it (a transfer
+    /// cut short or altered on the way, or something else answering) are
+    /// [`ClientError::Protocol`], never returned. Built-ins and other tenants' uploads are 404
+    /// `RESOURCE_NOT_FOUND`.
+    pub fn download(&self, name: &str) -> Result<Download, ClientError> {
+        use sha2::{Digest as _, Sha256};
+        let path = format!("/v1/assignors/{}", segment(name));
+        let (component, etag) = self.exchange_tagged(&Method::GET, &path, None)?;
+        let sha256 = etag
+            .as_deref()
+            .and_then(|tag| tag.strip_prefix('"')?.strip_suffix('"'))
+            .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(str::to_ascii_lowercase)
+            .ok_or_else(|| {
+                self.protocol(
+                    &Method::GET,
+                    &path,
+                    format!(
+                        "the answer's ETag is not a quoted SHA-256 (got {}); is this an \
+                         assignor service?",
+                        etag.as_deref().map_or("none".to_owned(), excerpt)
+                    ),
+                )
+            })?;
+        let actual = hex(&Sha256::digest(&component));
+        if actual != sha256 {
+            return Err(self.protocol(
+                &Method::GET,
+                &path,
+                format!(
+                    "the {} bytes received hash to {actual}, not to the ETag's {sha256}: the \
+                     transfer was cut short or altered; download it again",
+                    component.len()
+                ),
+            ));
+        }
+        Ok(Download { component, sha256 })
+    }
+
     /// The capture of the group's last failed computation (the SDK's `.capture` bytes, for
     /// `assignor replay`); 404 `RESOURCE_NOT_FOUND` when none failed.
     pub fn capture(&self, group: &str) -> Result<Vec<u8>, ClientError> {
@@ -401,6 +441,17 @@ impl Client {
         path: &str,
         body: Option<&[u8]>,
     ) -> Result<Vec<u8>, ClientError> {
+        self.exchange_tagged(method, path, body)
+            .map(|(bytes, _)| bytes)
+    }
+
+    /// [`exchange`](Self::exchange), with a success's `ETag` header when it has a readable one.
+    fn exchange_tagged(
+        &self,
+        method: &Method,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<(Vec<u8>, Option<String>), ClientError> {
         let mut request = Request::builder()
             .method(method.clone())
             .uri(format!("{}{path}", self.server));
@@ -449,6 +500,11 @@ impl Client {
                 },
             })?;
         let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let bytes = response
             .body_mut()
             .with_config()
@@ -456,7 +512,7 @@ impl Client {
             .read_to_vec()
             .map_err(|e| self.protocol(method, path, format!("the answer broke off: {e}")))?;
         if (200..300).contains(&status) {
-            return Ok(bytes);
+            return Ok((bytes, etag));
         }
         let text = String::from_utf8_lossy(&bytes);
         let json: Option<Value> = serde_json::from_str(&text).ok();
@@ -499,6 +555,21 @@ impl Client {
             error: whole,
         })
     }
+}
+
+/// An upload as [`Client::download`] got it: checked against its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Download {
+    /// The component, byte for byte as uploaded.
+    pub component: Vec<u8>,
+    /// Its SHA-256, lowercase hex: what the upload's report and the assignor list show.
+    pub sha256: String,
+}
+
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The start of an unexpected answer, enough to recognise what answered instead.

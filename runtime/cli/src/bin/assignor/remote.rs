@@ -1,4 +1,4 @@
-//! The service's client commands — `upload`, `list`, `delete` and `group …` — over
+//! The service's client commands — `upload`, `list`, `download`, `delete` and `group …` — over
 //! [`assignor_client`], so nobody has to hand-write curl.
 //!
 //! Every command takes `--server URL` (or `ASSIGNOR_SERVER`; default the embedded demo's
@@ -40,6 +40,9 @@ pub enum Command {
     Upload(UploadArgs),
     /// List the assignors this tenant can select: the built-ins and its uploads.
     List(ServerArgs),
+    /// Download an upload of this tenant's, byte for byte as uploaded and checked against its
+    /// SHA-256 (e.g. to run it with `assignor assign` or `check`, or to load it in a broker).
+    Download(DownloadArgs),
     /// Delete an uploaded assignor (refused while a group selects it).
     Delete(DeleteArgs),
     /// Configure, load, assign and inspect a group on the service.
@@ -100,6 +103,18 @@ pub struct UploadArgs {
     name: String,
     /// The component, e.g. target/wasm32-wasip2/release/my_assignor.wasm.
     file: PathBuf,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Args)]
+pub struct DownloadArgs {
+    /// The uploaded assignor.
+    name: String,
+    /// Where to write it; default `<name>.wasm` in the current directory. An existing file is
+    /// replaced only once the whole component has arrived and matched its hash.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -246,6 +261,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Upload(args) => upload(args),
         Command::List(args) => list(&args),
+        Command::Download(args) => download(args),
         Command::Delete(args) => {
             let s = Session::open(&args.server)?;
             match s.client.delete_assignor(&args.name) {
@@ -316,6 +332,43 @@ fn capture(args: CaptureArgs) -> anyhow::Result<ExitCode> {
              for an uploaded component)",
             path.display(),
             bytes.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn download(args: DownloadArgs) -> anyhow::Result<ExitCode> {
+    let s = Session::open(&args.server)?;
+    let download = match s.client.download(&args.name) {
+        Ok(download) => download,
+        Err(e) => return s.fail(e),
+    };
+    let path = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("{}.wasm", args.name.replace('/', "_"))));
+    // Written beside the target and renamed over it, so that the path holds either the old
+    // file or the whole new component, never a part.
+    let mut partial = path.clone().into_os_string();
+    partial.push(".part");
+    let written = std::fs::write(&partial, &download.component)
+        .and_then(|()| std::fs::rename(&partial, &path));
+    if written.is_err() {
+        // Best effort: what is left of a failed write is of no use to anyone.
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.with_context(|| format!("writing {}", path.display()))?;
+    if s.json {
+        println!(
+            "{}",
+            json!({ "assignor": args.name, "file": path, "sha256": download.sha256,
+                    "bytes": download.component.len() })
+        );
+    } else {
+        println!(
+            "wrote {} ({} bytes, sha256 {})",
+            path.display(),
+            download.component.len(),
+            short(&download.sha256)
         );
     }
     Ok(ExitCode::SUCCESS)
