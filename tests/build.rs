@@ -74,6 +74,8 @@ const GUESTS: &[(&str, Expect)] = &[
     ("loops-on-large-groups", Expect::Ok),
     ("forbidden-import", Expect::Load),
     ("bad-name", Expect::Load),
+    // Its `configure` refuses every configuration, quoting it.
+    ("config-echo", Expect::Load),
     ("probe-echo", Expect::Ok),
     ("probe-raw", Expect::Ok),
     ("not-an-assignor", Expect::Load),

@@ -61,6 +61,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("oversized-output", "invalid-output"),
     ("forbidden-import", "load"),
     ("bad-name", "load"),
+    ("config-echo", "load"),
     ("swap-v1", "ok"),
     ("swap-v2", "ok"),
     ("swap-broken", "invalid-output"),

@@ -1,6 +1,7 @@
 package dev.assignor.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -61,6 +62,26 @@ class ConfigureTest {
                 + "another name()", message);
         }
         assertEquals(WasmTaskAssignor.RESERVED_NAMES.size(), reserved, "a component for every reserved name");
+    }
+
+    /**
+     * No plugin entry's service token reaches a component's configure, this entry's or another's: the component
+     * (one that refuses every configuration, quoting it) sees the broker's group.streams.* keys and its own
+     * config.* keys, and nothing else of the broker's.
+     */
+    @Test
+    void serviceTokensNeverReachTheComponent() {
+        String message = refusal(Components.config("config-echo",
+            "group.streams.assignor.wasm.service.url", "http://127.0.0.1:9",
+            "group.streams.assignor.wasm.service.tenant", "a",
+            "group.streams.assignor.wasm.service.token", "token-of-this-entry",
+            "group.streams.assignor.wasm.2.service.token", "token-of-another-entry",
+            "group.streams.assignor.wasm.config.knob", "7"));
+        assertTrue(message.contains("load: task assignor `config-echo`: configure rejected the configuration: received: "),
+            message);
+        assertTrue(message.contains("group.streams.assignor.wasm.service.tenant=a") && message.contains("; knob=7"), message);
+        assertFalse(message.contains("token-of-") || message.contains("service.token"), message);
+        assertFalse(message.contains("ssl.keystore.password") || message.contains("broker.id"), message);
     }
 
     /** A component whose configure rejects its configuration fails the plugin's configure with its reason. */
