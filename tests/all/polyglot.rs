@@ -37,8 +37,11 @@ struct Sample {
     dir: &'static str,
     /// The build script, relative to the workspace, and its first argument.
     build: [&'static str; 2],
-    /// Files and directories whose change calls for a rebuild, relative to the workspace.
-    inputs: &'static [&'static str],
+    /// The assignor's own source file, relative to the workspace: with `sdk`, what calls for a
+    /// rebuild when it changes.
+    source: &'static str,
+    /// The SDK's files and directories the build uses, relative to the workspace.
+    sdk: &'static [&'static str],
     /// The native test command, run in `dir`.
     native_test: &'static [&'static str],
     /// Largest function body and all code of the component, over the defaults: what
@@ -53,8 +56,8 @@ const PYTHON: Sample = Sample {
     name: "balanced-python",
     dir: "sample-assignors/balanced-python",
     build: ["guest-sdk/python/build", "sample-assignors/balanced-python"],
-    inputs: &[
-        "sample-assignors/balanced-python/app.py",
+    source: "sample-assignors/balanced-python/app.py",
+    sdk: &[
         "guest-sdk/python/assignor_sdk",
         "guest-sdk/python/build",
         "guest-sdk/python/requirements-build.txt",
@@ -71,8 +74,8 @@ const JS: Sample = Sample {
     name: "balanced-js",
     dir: "sample-assignors/balanced-js",
     build: ["guest-sdk/js/build", "sample-assignors/balanced-js/app.js"],
-    inputs: &[
-        "sample-assignors/balanced-js/app.js",
+    source: "sample-assignors/balanced-js/app.js",
+    sdk: &[
         "guest-sdk/js/src",
         "guest-sdk/js/build",
         "guest-sdk/js/componentize.mjs",
@@ -94,13 +97,7 @@ const FAILING_PYTHON: Sample = Sample {
     name: "failing-python",
     dir: "tests/guests/python/failing",
     build: ["guest-sdk/python/build", "tests/guests/python/failing"],
-    inputs: &[
-        "tests/guests/python/failing/app.py",
-        "guest-sdk/python/assignor_sdk",
-        "guest-sdk/python/build",
-        "guest-sdk/python/requirements-build.txt",
-        "wit",
-    ],
+    source: "tests/guests/python/failing/app.py",
     native_test: &[],
     ..PYTHON
 };
@@ -110,14 +107,7 @@ const FAILING_JS: Sample = Sample {
     name: "failing-js",
     dir: "tests/guests/js",
     build: ["guest-sdk/js/build", "tests/guests/js/failing.js"],
-    inputs: &[
-        "tests/guests/js/failing.js",
-        "guest-sdk/js/src",
-        "guest-sdk/js/build",
-        "guest-sdk/js/componentize.mjs",
-        "guest-sdk/js/package-lock.json",
-        "wit",
-    ],
+    source: "tests/guests/js/failing.js",
     native_test: &[],
     ..JS
 };
@@ -183,7 +173,9 @@ fn component(sample: &Sample) -> &'static str {
     BUILT[slot].get_or_init(|| {
         let out = out_dir().join(format!("{}.wasm", sample.name));
         let built = std::fs::metadata(&out).and_then(|m| m.modified()).ok();
-        let changed = sample.inputs.iter().map(|i| newest(&workspace().join(i)));
+        let changed = std::iter::once(&sample.source)
+            .chain(sample.sdk)
+            .map(|i| newest(&workspace().join(i)));
         if built.is_none_or(|at| changed.into_iter().any(|c| c > at)) {
             let status = Command::new(workspace().join(sample.build[0]))
                 .arg(workspace().join(sample.build[1]))
