@@ -594,23 +594,35 @@ impl Coordinator {
         config: &BrokerConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, CoordinatorError> {
-        let mut groups = BTreeMap::new();
-        let mut stored_captures = Vec::new();
         let entries = match store.shared() {
-            Some(shared) => shared.load_all_revisions()?,
+            Some(shared) => shared.load_prefix("")?.entries,
             None => store
                 .load_all()?
                 .into_iter()
                 .map(|(key, value)| (key, value, Revision::ABSENT))
                 .collect(),
         };
+        Self::open_from(registry, config, store, &entries)
+    }
+
+    /// [`open`](Self::open) from `entries`, the store's keys with their values and revisions
+    /// ([`Revision::ABSENT`] on a store that is not shared), read by the caller, who may need
+    /// them too: a store is then read once.
+    pub fn open_from(
+        registry: Registry,
+        config: &BrokerConfig,
+        store: Arc<dyn Store>,
+        entries: &[(String, Vec<u8>, Revision)],
+    ) -> Result<Self, CoordinatorError> {
+        let mut groups = BTreeMap::new();
+        let mut stored_captures = Vec::new();
         for (key, value, revision) in entries {
             if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
-                let mut state = decode(&key, &value)?;
-                state.revision = revision;
+                let mut state = decode(key, value)?;
+                state.revision = *revision;
                 groups.insert(group.to_owned(), state);
             } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
-                stored_captures.push((group.to_owned(), value));
+                stored_captures.push((group.to_owned(), value.clone()));
             }
         }
         // The store keeps no capture times: a group's last failure (which its capture is of,
@@ -1600,6 +1612,85 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+}
+
+impl Coordinator {
+    /// Applies a change another process made to this coordinator's store (a service replica's
+    /// watch): `key` (a group's record or capture; other keys are not the coordinator's and
+    /// are ignored) now holds `value` (`None`: deleted) at `revision`. A group's record older
+    /// than the one held (this coordinator wrote or read a later one) is ignored; a newer one
+    /// replaces the group's state, so that a job planned on the old state cannot commit into
+    /// the new one unless its write's condition still holds. A record that does not decode is
+    /// an error naming the key, and nothing changes.
+    pub fn apply_stored(
+        &mut self,
+        key: &str,
+        value: Option<&[u8]>,
+        revision: Revision,
+    ) -> Result<(), CoordinatorError> {
+        if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
+            if self
+                .groups
+                .get(group)
+                .is_some_and(|g| g.revision >= revision)
+            {
+                return Ok(());
+            }
+            match value {
+                None => {
+                    self.groups.remove(group);
+                }
+                Some(bytes) => {
+                    let mut state = decode(key, bytes)?;
+                    state.revision = revision;
+                    state.incarnation = match self.groups.get(group) {
+                        Some(g) => g.incarnation,
+                        None => {
+                            self.next_incarnation += 1;
+                            self.next_incarnation - 1
+                        }
+                    };
+                    self.groups.insert(group.to_owned(), state);
+                }
+            }
+        } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
+            // Kept in memory as this coordinator keeps its own: replacing the group's, the
+            // oldest dropped to stay within the limits.
+            self.forget_capture(group);
+            let limits = self.state_limits;
+            if let Some(bytes) = value
+                && limits.max_captures > 0
+                && bytes.len() <= limits.max_capture_bytes
+            {
+                self.evict_captures(bytes.len());
+                self.capture_bytes += bytes.len();
+                let order = self.next_capture;
+                self.next_capture += 1;
+                self.captures.insert(
+                    group.to_owned(),
+                    KeptCapture {
+                        bytes: bytes.to_vec(),
+                        order,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The store keys of the groups and captures this coordinator holds, for a caller that
+    /// must tell which of them a full read of the store no longer has.
+    pub fn stored_keys(&self) -> Vec<String> {
+        self.groups
+            .keys()
+            .map(|g| format!("{GROUP_KEY_PREFIX}{g}"))
+            .chain(
+                self.captures
+                    .keys()
+                    .map(|g| format!("{CAPTURE_KEY_PREFIX}{g}")),
+            )
+            .collect()
     }
 }
 

@@ -87,6 +87,7 @@
 //! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
 //! - `metrics`: the Prometheus metrics.
 //! - `records`: the service's own stored record, a tenant's limit overrides.
+//! - `replication`: on a store replicas share, the watch that brings the others' changes.
 //! - `error`: the error answer and its status/code table.
 
 #![deny(missing_docs)]
@@ -100,6 +101,7 @@ mod error;
 mod metrics;
 mod namespace;
 mod records;
+mod replication;
 mod tenant;
 
 pub use api::TENANT_HEADER;
@@ -256,10 +258,12 @@ impl Service {
             .collect::<Result<Vec<_>, _>>()?;
         // Every tenant now holds what it uses; nothing is loading yet.
         cache.sweep();
+        let metrics = Metrics::new();
+        replication::start(&store, &tenants, metrics.watch())?;
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
             admin_hash: config.admin_token_sha256,
-            metrics: Metrics::new(),
+            metrics,
             stopping: watch::Sender::new(false),
             tenants,
             cache,

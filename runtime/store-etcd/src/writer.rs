@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp,
-    TxnOpResponse,
+    TxnOpResponse, WatchClient,
 };
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use assignor_coordinator::store::queue::{GroupCommitQueue, OnFailure, Receipt, Write};
-use assignor_coordinator::store::{Conditional, Revision, StoreError};
+use assignor_coordinator::store::{Conditional, Revision, Snapshot, StoreError};
 
 use crate::EtcdLimits;
 use crate::value::{self, Manifest};
@@ -28,31 +28,33 @@ const VALUE_PAGE: i64 = 16;
 /// Keys per page when reading manifests or chunk keys (small).
 const KEY_PAGE: i64 = 1024;
 /// The largest response the client decodes: a page of inline values with room to spare.
-const MAX_RESPONSE_BYTES: usize = 32 << 20;
+pub(crate) const MAX_RESPONSE_BYTES: usize = 32 << 20;
 /// What one write adds to a transaction besides its key and value: two operations' framing,
 /// the inline record's tag and hash (generous: protobuf's own framing is a few bytes).
 const TXN_OP_OVERHEAD: usize = 64;
 /// Tries of a large value's manifest whose chunks a concurrent sweep removed meanwhile.
 const MANIFEST_TRIES: usize = 3;
 /// Pause between two tries of a failed request within its deadline.
-const RETRY_PAUSE: Duration = Duration::from_millis(50);
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// The longest pause between two tries of a transaction once the cluster is deemed down.
-const MAX_OUTAGE_PAUSE: Duration = Duration::from_secs(1);
+pub(crate) const MAX_OUTAGE_PAUSE: Duration = Duration::from_secs(1);
 
 /// What the store's handle shares with its client thread.
 pub(crate) struct Shared {
     /// `etcd` and the endpoints: the backend named in every error.
     pub(crate) name: String,
     pub(crate) limits: EtcdLimits,
-    prefix: String,
+    pub(crate) prefix: String,
     /// The writes waiting for the writer task; it refuses writes while the cluster does not
     /// commit, and recovers once it does.
     pub(crate) queue: GroupCommitQueue,
     /// Notified by the queue when a write is queued or the store is dropped.
     work: Arc<Notify>,
     /// The client thread's runtime, where reads are spawned.
-    runtime: tokio::runtime::Handle,
+    pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) kv: KvClient,
+    /// For [`watch`](crate::watch): one stream per watch.
+    pub(crate) watch_client: WatchClient,
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
@@ -185,6 +187,9 @@ async fn connect(
         work,
         runtime,
         kv,
+        watch_client: client
+            .watch_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES),
         #[cfg(test)]
         hold: std::sync::Mutex::new(None),
     });
@@ -577,17 +582,14 @@ impl Shared {
         Ok((out, revision.unwrap_or(0)))
     }
 
-    /// Every key (or only `only`) with its value and revision, checked, at one revision: the
-    /// inline values and the manifests with their chunks. Runs on the client thread; the
+    /// The keys `selection` names with their values and revisions, checked, at one revision:
+    /// the inline values and the manifests with their chunks. Runs on the client thread; the
     /// caller waits for its answer.
-    pub(crate) fn read(
-        self: &Arc<Self>,
-        only: Option<String>,
-    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+    pub(crate) fn read(self: &Arc<Self>, selection: Selection) -> Result<Snapshot, StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         let shared = Arc::clone(self);
         self.runtime.spawn(async move {
-            let _ = tx.send(shared.load(only.as_deref()).await);
+            let _ = tx.send(shared.load(&selection).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
@@ -758,10 +760,8 @@ impl Shared {
         ))
     }
 
-    async fn load(
-        &self,
-        only: Option<&str>,
-    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+    /// [`read`](Self::read), on the client thread.
+    pub(crate) async fn load(&self, selection: &Selection) -> Result<Snapshot, StoreError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let fail = |why: String| StoreError::Backend {
             backend: self.name.clone(),
@@ -775,11 +775,16 @@ impl Shared {
             ))
         };
         let (inline_prefix, manifest_prefix) = (self.key("v/"), self.key("m/"));
-        // All keys, or the range holding exactly `only` (its key, then a zero byte).
-        let range = |prefix: &str| match only {
-            None => (prefix.to_owned(), prefix_end(prefix.as_bytes())),
-            Some(key) => {
-                let start = format!("{prefix}{key}");
+        // The keys beginning with a prefix, or the range holding exactly one key (it, then a
+        // zero byte).
+        let range = |form: &str| match selection {
+            Selection::Prefix(prefix) => {
+                let start = format!("{form}{prefix}");
+                let end = prefix_end(start.as_bytes());
+                (start, end)
+            }
+            Selection::Key(key) => {
+                let start = format!("{form}{key}");
                 let mut end = start.clone().into_bytes();
                 end.push(0);
                 (start, end)
@@ -815,51 +820,95 @@ impl Shared {
                     "the key also has an inline value".into(),
                 ));
             }
-            let manifest = Manifest::decode(&record, self.limits.max_value_bytes)
-                .map_err(|e| corrupt(&etcd_key, e))?;
-            let mut value = Vec::with_capacity(manifest.total as usize);
-            for (i, (hash, len)) in manifest.chunks.iter().enumerate() {
-                let chunk_key = self.chunk_key(hash);
-                let mut response = retry_until(deadline, self.limits.try_for(), || {
-                    let (mut kv, chunk_key) = (self.kv.clone(), chunk_key.clone());
-                    async move {
-                        kv.get(chunk_key, Some(GetOptions::new().with_revision(revision)))
-                            .await
-                    }
-                })
+            let value = self
+                .assemble(&record, revision, deadline)
                 .await
-                .map_err(unavailable)?;
-                let Some(chunk) = response.take_kvs().pop() else {
-                    return Err(corrupt(
-                        &etcd_key,
-                        format!("its chunk {i} ({chunk_key:?}) is missing"),
-                    ));
-                };
-                let bytes = chunk.value();
-                if bytes.len() != *len as usize || value::hash(bytes) != *hash {
-                    return Err(corrupt(
-                        &etcd_key,
-                        format!(
-                            "its chunk {i} ({chunk_key:?}, {} bytes) does not match its address \
-                             and length ({len} bytes)",
-                            bytes.len()
-                        ),
-                    ));
-                }
-                value.extend_from_slice(bytes);
-            }
+                .map_err(|e| match e {
+                    ValueError::Corrupt(why) => corrupt(&etcd_key, why),
+                    ValueError::Unavailable(why) => unavailable(why),
+                })?;
             entries.insert(key, (value, encode_revision(mod_revision, true)));
         }
-        Ok(entries
-            .into_iter()
-            .map(|(key, (value, revision))| (key, value, revision))
-            .collect())
+        Ok(Snapshot {
+            entries: entries
+                .into_iter()
+                .map(|(key, (value, revision))| (key, value, revision))
+                .collect(),
+            at: store_revision(revision),
+        })
     }
+
+    /// The value a manifest `record` describes, from its chunks as they were at the store's
+    /// `revision`, each checked against its address and length.
+    pub(crate) async fn assemble(
+        &self,
+        record: &[u8],
+        revision: i64,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ValueError> {
+        let manifest =
+            Manifest::decode(record, self.limits.max_value_bytes).map_err(ValueError::Corrupt)?;
+        let mut value = Vec::with_capacity(manifest.total as usize);
+        for (i, (hash, len)) in manifest.chunks.iter().enumerate() {
+            let chunk_key = self.chunk_key(hash);
+            let mut response = retry_until(deadline, self.limits.try_for(), || {
+                let (mut kv, chunk_key) = (self.kv.clone(), chunk_key.clone());
+                async move {
+                    kv.get(chunk_key, Some(GetOptions::new().with_revision(revision)))
+                        .await
+                }
+            })
+            .await
+            .map_err(ValueError::Unavailable)?;
+            let Some(chunk) = response.take_kvs().pop() else {
+                return Err(ValueError::Corrupt(format!(
+                    "its chunk {i} ({chunk_key:?}) is missing"
+                )));
+            };
+            let bytes = chunk.value();
+            if bytes.len() != *len as usize || value::hash(bytes) != *hash {
+                return Err(ValueError::Corrupt(format!(
+                    "its chunk {i} ({chunk_key:?}, {} bytes) does not match its address and \
+                     length ({len} bytes)",
+                    bytes.len()
+                )));
+            }
+            value.extend_from_slice(bytes);
+        }
+        Ok(value)
+    }
+}
+
+/// Which keys a [`Shared::read`] reads.
+pub(crate) enum Selection {
+    /// Every key beginning with this (every key: the empty prefix).
+    Prefix(String),
+    /// Exactly this key.
+    Key(String),
+}
+
+/// Why a stored value could not be read.
+pub(crate) enum ValueError {
+    /// Its records are damaged or incomplete: reading again will not help.
+    Corrupt(String),
+    /// The cluster did not answer in time.
+    Unavailable(String),
+}
+
+/// The [`Revision`] of the store as a whole at etcd's `revision`: at or above every key's
+/// revision written up to it (whatever its form), below every key's written after it.
+pub(crate) fn store_revision(revision: i64) -> Revision {
+    encode_revision(revision, true)
+}
+
+/// The etcd revision a [`store_revision`] stands for.
+pub(crate) fn etcd_revision(store: Revision) -> i64 {
+    (store.raw() >> 1) as i64
 }
 
 /// A key's [`Revision`]: its record's `mod_revision`, and which form the record is (the
 /// low bit: set for a manifest), so a conditional write can check the form too.
-fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
+pub(crate) fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
     Revision::new(((mod_revision.max(0) as u64) << 1) | u64::from(manifest))
 }
 
@@ -876,7 +925,7 @@ fn deleted_manifest(response: &TxnOpResponse) -> bool {
 
 /// The end of the range of keys starting with `prefix`: `prefix` with its last byte below
 /// 0xff incremented (etcd's convention).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
