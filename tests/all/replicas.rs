@@ -3,7 +3,9 @@
 //! first, which the second loads and checks itself; concurrent triggers of one group
 //! on both commit exactly one target per group epoch (checked in etcd's history of the group's
 //! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
-//! acknowledged, and its clients carry on at the other.
+//! acknowledged, and its clients carry on at the other; what one replica changes (uploads new,
+//! replaced and deleted, a tenant's limits, group documents) reaches the other through the
+//! store's watch, which carries on when the etcd member it was on is killed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +26,31 @@ const ROUNDS: usize = 4;
 const CLIENTS: usize = 3;
 /// Steps (a group PUT then a trigger) each client makes in the SIGKILL test.
 const STEPS: usize = 10;
+/// How long a change made on one replica may take to reach the other.
+const SEEN_WITHIN: Duration = Duration::from_secs(15);
+
+/// Waits until `seen` holds, polling, at most [`SEEN_WITHIN`]; `what` names it in the panic.
+fn eventually(what: &str, mut seen: impl FnMut() -> bool) {
+    let deadline = Instant::now() + SEEN_WITHIN;
+    while !seen() {
+        assert!(
+            Instant::now() < deadline,
+            "not seen within {SEEN_WITHIN:?}: {what}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The SHA-256 of tenant `a`'s upload `name` as `client`'s replica lists it.
+fn listed_sha(client: &Client, name: &str) -> Option<String> {
+    let (status, body) = client.get("/v1/assignors");
+    assert_eq!(status, 200, "{body}");
+    body["assignors"]
+        .as_array()?
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["sha256"].as_str().map(str::to_owned))
+}
 
 /// A replica of the service on `cluster`, with a data directory of its own (its compiled
 /// cache: the state is all in etcd).
@@ -201,4 +228,95 @@ fn sigkill_of_a_replica_mid_load_loses_nothing_acknowledged() {
         );
         assert_eq!(&now["assignment"], assignment, "{group}");
     }
+}
+
+/// What replica A changes reaches replica B through the store's watch, each within
+/// [`SEEN_WITHIN`]: a new upload, then a version replacing it (which B loads and checks, and
+/// computes with: B's target is A's for the same document), a group's document and config,
+/// tenant `a`'s limits changed by the admin, the upload deleted (B stops listing and serving
+/// it); then, with each etcd member killed in turn (the one B's watch is on among them), a
+/// group change still reaches B, and B counts its watch's resumption.
+#[test]
+fn changes_on_one_replica_reach_the_other_through_the_watch() {
+    let mut cluster = Cluster::start(3).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (replica(&cluster, &dir_a), replica(&cluster, &dir_b));
+    let (ca, cb) = (a.client(), b.client());
+    let (admin_a, admin_b) = (
+        Client::new(&a.base, TOKEN_ADMIN),
+        Client::new(&b.base, TOKEN_ADMIN),
+    );
+
+    let (status, v1) = ca.upload("swap", guests::SWAP_V1);
+    assert_eq!(status, 201, "{v1}");
+    eventually("the new upload on B", || {
+        listed_sha(&cb, "swap").as_ref() == v1["sha256"].as_str().map(str::to_owned).as_ref()
+    });
+    let (status, v2) = ca.upload("swap", guests::SWAP_V2);
+    assert_eq!(status, 200, "{v2}");
+    assert_ne!(v1["sha256"], v2["sha256"]);
+    eventually("the replaced upload on B", || {
+        listed_sha(&cb, "swap").as_ref() == v2["sha256"].as_str().map(str::to_owned).as_ref()
+    });
+
+    for group in ["on-a", "on-b"] {
+        let (status, body) = ca.put(&format!("/v1/groups/{group}"), group_doc(5, 16).as_bytes());
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = ca.set_config(group, json!({"streams.assignor.name": "swap"}), &[]);
+        assert_eq!(status, 200, "{body}");
+    }
+    eventually("the group document and config on B", || {
+        let (status, d) = cb.get("/v1/groups/on-b");
+        status == 200 && d["assignorName"] == "swap"
+    });
+    let (status, on_a) = ca.post("/v1/groups/on-a/assign");
+    assert_eq!(status, 200, "{on_a}");
+    let (status, on_b) = cb.post("/v1/groups/on-b/assign");
+    assert_eq!(status, 200, "{on_b}");
+    assert_eq!(on_b["assignor"], "swap");
+    assert_eq!(
+        on_a["assignment"], on_b["assignment"],
+        "B computes with the version A serves"
+    );
+
+    let (status, body) = admin_a.put("/v1/admin/tenants/a/limits", br#"{"maxGroups": 7}"#);
+    assert_eq!(status, 200, "{body}");
+    eventually("the limits on B", || {
+        let (status, body) = admin_b.get("/v1/admin/tenants");
+        status == 200 && body["tenants"][0]["limits"]["maxGroups"] == 7
+    });
+
+    for group in ["on-a", "on-b"] {
+        let (status, body) = ca.set_config(group, json!({}), &["streams.assignor.name"]);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = ca.delete("/v1/assignors/swap");
+    assert_eq!(status, 204, "{body}");
+    eventually("the deleted upload gone from B", || {
+        listed_sha(&cb, "swap").is_none()
+    });
+
+    for member in 0..3 {
+        cluster.kill(member);
+        let (status, body) = ca.put("/v1/groups/on-b", group_doc(2 + member, 16).as_bytes());
+        assert_eq!(status, 200, "{body}");
+        let epoch = body["groupEpoch"].clone();
+        eventually(
+            &format!("a group change on B with member {member} killed"),
+            || cb.get("/v1/groups/on-b").1["groupEpoch"] == epoch,
+        );
+        cluster.restart(member).expect("the member restarts");
+        cluster.wait_member(member).expect("the member rejoins");
+    }
+    let (status, metrics) = admin_b.get_text("/metrics");
+    assert_eq!(status, 200, "{metrics}");
+    let resumed: u64 = metrics
+        .lines()
+        .filter(|l| l.starts_with(r#"assignor_watch_events_total{event="resumed"}"#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        resumed >= 1,
+        "B's watch resumed after its member was killed:\n{metrics}"
+    );
 }
