@@ -95,6 +95,11 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
         let (status, described) = ca.put("/v1/groups/g", doc.as_bytes());
         assert_eq!(status, 200, "{described}");
         let epoch = described["groupEpoch"].as_u64().expect("an epoch");
+        // B plans from what its watch brought: it must have the new epoch (a replica behind
+        // would answer the target it holds, of the epoch before).
+        eventually("the group's new epoch on B", || {
+            cb.get("/v1/groups/g").1["groupEpoch"].as_u64() == Some(epoch)
+        });
         let barrier = Barrier::new(2);
         let (on_a, on_b) = thread::scope(|s| {
             let trigger = |c: &'static str| {
@@ -130,8 +135,8 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
         assert_eq!(status, 200, "{read}");
         assert_eq!(read["assignment"], on_a.1["assignment"]);
     }
-    // An upload made on A, selected by the group on A, is loaded and checked by B when B
-    // computes the group.
+    // An upload made on A, selected by the group on A, is loaded and checked by B (when its
+    // watch brings it, or when B computes the group), and B computes the group with it.
     let (status, report) = ca.upload("hashmap-user", guests::HASHMAP_USER);
     assert_eq!(status, 201, "{report}");
     let (status, config) =
@@ -139,6 +144,10 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
     assert_eq!(status, 200, "{config}");
     let (status, described) = ca.put("/v1/groups/g", group_doc(3, 16).as_bytes());
     assert_eq!(status, 200, "{described}");
+    eventually("the group's new document and config on B", || {
+        let (_, d) = cb.get("/v1/groups/g");
+        d["groupEpoch"] == described["groupEpoch"] && d["assignorName"] == "hashmap-user"
+    });
     let (status, answer) = cb.post("/v1/groups/g/assign");
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["assignor"], "hashmap-user", "{answer}");

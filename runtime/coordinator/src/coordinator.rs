@@ -1748,6 +1748,14 @@ pub struct SharedWritten {
     outcome: Conditional,
 }
 
+impl SharedWritten {
+    /// Whether another process changed the group first, so this target was not written (the
+    /// caller may plan the group again once [`Coordinator::finish_commit`] has read it).
+    pub fn lost(&self) -> bool {
+        matches!(self.outcome, Conditional::Conflict(_))
+    }
+}
+
 impl std::fmt::Debug for SharedWritten {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedWritten")
