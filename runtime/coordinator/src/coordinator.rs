@@ -1936,6 +1936,61 @@ mod tests {
         c.commit(done).expect_err("the outcome is a failure")
     }
 
+    /// The stored record of `group` in `store`.
+    fn stored(store: &MemoryStore, group: &str) -> Vec<u8> {
+        let key = format!("{GROUP_KEY_PREFIX}{group}");
+        let entries = store.load_all().expect("loads");
+        entries
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .expect("stored")
+            .1
+    }
+
+    /// Changes another process stored (a replica's watch): a group's newer record replaces
+    /// the one held and an older one is ignored; a record that does not decode is an error
+    /// naming its key and changes nothing; a delete removes the group; a capture is kept.
+    #[test]
+    fn stored_changes_apply_newest_first_and_refuse_damaged_records() {
+        let (writer_store, reader_store) =
+            (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+        let mut writer = coordinator(writer_store.clone());
+        let mut reader = coordinator(reader_store);
+        writer.set_topology("g", topology(4)).expect("topology");
+        writer.upsert_member("g", member("m1")).expect("member");
+        let first = stored(&writer_store, "g");
+        let epoch = writer.upsert_member("g", member("m2")).expect("member");
+        let second = stored(&writer_store, "g");
+
+        let key = format!("{GROUP_KEY_PREFIX}g");
+        reader
+            .apply_stored(&key, Some(&second), Revision::new(10))
+            .expect("applies");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        reader
+            .apply_stored(&key, Some(&first), Revision::new(8))
+            .expect("an older record is ignored");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        let error = reader
+            .apply_stored(&key, Some(b"not a record"), Revision::new(12))
+            .expect_err("refused");
+        assert!(error.to_string().contains(&key), "{error}");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        reader
+            .apply_stored(&key, None, Revision::new(14))
+            .expect("applies");
+        assert!(reader.describe("g").is_err(), "deleted");
+
+        reader
+            .apply_stored(
+                &format!("{CAPTURE_KEY_PREFIX}g"),
+                Some(b"capture"),
+                Revision::new(16),
+            )
+            .expect("applies");
+        assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
+    }
+
     /// A capacity refusal is not the assignor's failure: it is answered as
     /// `COORDINATOR_NOT_AVAILABLE`, stores nothing (no failure record, no capture, no
     /// write), and the very next trigger runs the assignor again; a real failure in its place
