@@ -114,9 +114,10 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct Tenant {
     pub(crate) name: String,
-    /// Whether the store is shared with other service replicas (etcd): each group is then
-    /// read again before it is planned, changed or answered, and its writes are conditional
-    /// network round trips, made on the blocking pool.
+    /// Whether the store is shared with other service replicas (etcd): the store's watch
+    /// then keeps the tenant current (see `replication`), a group is read again before a
+    /// document PUT or `GET …/assignment`, and its writes are conditional network round
+    /// trips, made on the blocking pool.
     pub(crate) shared: bool,
     /// On a shared store, the store's revision the tenant was loaded at: what the replica's
     /// watch reports up to it is already here.
