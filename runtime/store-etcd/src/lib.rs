@@ -462,6 +462,8 @@ impl fmt::Debug for EtcdStore {
 mod tests {
     use std::sync::mpsc;
 
+    use std::collections::HashSet;
+
     use assignor_coordinator::store::{Change, WatchEvent};
     use etcd_client::GetOptions;
 
@@ -665,6 +667,66 @@ mod tests {
         assert!(
             all.iter()
                 .all(|(k, _, r)| a.get(k).unwrap().unwrap().1 == *r)
+        );
+    }
+
+    /// Conditional puts made at once from many threads share transactions and are each
+    /// answered as if made alone: of two puts from "absent" per key, exactly one wins and the
+    /// other is told the winner's revision (a batch holding a stale condition applies none
+    /// of its writes, which are then made one by one); the keys hold the winners' values;
+    /// and some winners share a revision, so transactions carried several writes.
+    #[test]
+    fn concurrent_conditional_puts_share_transactions_and_answer_each() {
+        const KEYS: usize = 12;
+        let cluster = Cluster::start(1).unwrap();
+        let store = Arc::new(EtcdStore::open(&cluster.endpoints()).unwrap());
+        let barrier = Arc::new(std::sync::Barrier::new(2 * KEYS));
+        let threads: Vec<_> = (0..2 * KEYS)
+            .map(|i| {
+                let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    let key = format!("tenant/t/group/g{}", i % KEYS);
+                    barrier.wait();
+                    let value = format!("writer {i}");
+                    let outcome = store
+                        .shared()
+                        .unwrap()
+                        .put_if(&key, value.as_bytes(), Revision::ABSENT)
+                        .unwrap();
+                    (key, value, outcome)
+                })
+            })
+            .collect();
+        let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let stored: std::collections::BTreeMap<String, (Vec<u8>, Revision)> = store
+            .load_prefix("")
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|(k, v, r)| (k, (v, r)))
+            .collect();
+        assert_eq!(stored.len(), KEYS);
+        let mut winning_revisions = HashSet::new();
+        for (key, value, outcome) in &outcomes {
+            let (held, revision) = &stored[key];
+            match outcome {
+                Conditional::Written(written) => {
+                    assert!(held == value.as_bytes() && written == revision, "{key}");
+                    winning_revisions.insert(*written);
+                }
+                Conditional::Conflict(now) => assert_eq!(now, revision, "{key}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let winners = outcomes
+            .iter()
+            .filter(|(_, _, o)| matches!(o, Conditional::Written(_)))
+            .count();
+        assert_eq!(winners, KEYS, "one winner per key");
+        assert!(
+            winning_revisions.len() < winners,
+            "{winners} winners in {} transactions",
+            winning_revisions.len()
         );
     }
 

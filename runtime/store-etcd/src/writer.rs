@@ -55,6 +55,12 @@ pub(crate) struct Shared {
     pub(crate) kv: KvClient,
     /// For [`watch`](crate::watch): one stream per watch.
     pub(crate) watch_client: WatchClient,
+    /// Conditional writes waiting for the conditional writer, which joins them into
+    /// transactions. Each caller waits for its answer, so there are at most as many as
+    /// threads calling `put_if` (the service's bounded blocking pool).
+    conditionals: std::sync::Mutex<Vec<ConditionalWrite>>,
+    /// Notified when a conditional write is added.
+    conditional_work: Notify,
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
@@ -121,6 +127,7 @@ pub(crate) fn start(
             match opened {
                 Ok(shared) => {
                     let _ = ready_tx.send(Ok(Arc::clone(&shared)));
+                    runtime.spawn(run_conditionals(Arc::clone(&shared)));
                     runtime.block_on(run(shared));
                 }
                 Err(e) => {
@@ -190,6 +197,8 @@ async fn connect(
         watch_client: client
             .watch_client()
             .max_decoding_message_size(MAX_RESPONSE_BYTES),
+        conditionals: std::sync::Mutex::new(Vec::new()),
+        conditional_work: Notify::new(),
         #[cfg(test)]
         hold: std::sync::Mutex::new(None),
     });
@@ -291,6 +300,41 @@ async fn run(shared: Arc<Shared>) {
         if swept && let Err(e) = shared.sweep().await {
             tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
         }
+    }
+}
+
+/// Conditional transactions in flight at once: while they are, new conditional writes gather
+/// for the next.
+const CONDITIONAL_BATCHES: usize = 2;
+
+/// A `put_if` waiting for the conditional writer.
+struct ConditionalWrite {
+    key: String,
+    value: Vec<u8>,
+    expected: Revision,
+    answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
+}
+
+/// The conditional writer: takes the conditional writes waiting, as many as one transaction
+/// holds, and commits them together (at most [`CONDITIONAL_BATCHES`] transactions in flight),
+/// until the client thread's runtime stops.
+async fn run_conditionals(shared: Arc<Shared>) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(CONDITIONAL_BATCHES));
+    loop {
+        let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+            return;
+        };
+        let batch = shared.take_conditionals();
+        if batch.is_empty() {
+            drop(permit);
+            shared.conditional_work.notified().await;
+            continue;
+        }
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            shared.commit_conditionals(batch).await;
+            drop(permit);
+        });
     }
 }
 
@@ -595,42 +639,162 @@ impl Shared {
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
     }
 
-    /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if) on the
-    /// client thread; the caller waits for its answer.
+    /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if): queued for
+    /// the conditional writer on the client thread; the caller waits for its answer.
     pub(crate) fn put_if(
         self: &Arc<Self>,
         key: &str,
         value: &[u8],
         expected: Revision,
     ) -> Result<Conditional, StoreError> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let shared = Arc::clone(self);
-        let (key, value) = (key.to_owned(), value.to_vec());
-        self.runtime.spawn(async move {
-            let deadline = Instant::now() + shared.limits.request_timeout;
-            let outcome = shared.conditional(&key, &value, expected, deadline).await;
-            let answer = match outcome {
-                Ok((conditional, swept)) => {
-                    if swept && let Err(e) = shared.sweep().await {
-                        tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
-                    }
-                    Ok(conditional)
-                }
-                Err(why) => Err(StoreError::Backend {
-                    backend: shared.name.clone(),
-                    source: format!(
-                        "a conditional write of {key:?} did not commit within {} ms ({why}); \
-                         it may or may not have landed: read the key again; check that a \
-                         majority of the etcd members (a quorum) are running and reachable",
-                        shared.limits.request_timeout.as_millis()
-                    )
-                    .into(),
-                }),
-            };
-            let _ = tx.send(answer);
-        });
+        let (answer, rx) = mpsc::sync_channel(1);
+        self.conditionals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(ConditionalWrite {
+                key: key.to_owned(),
+                value: value.to_vec(),
+                expected,
+                answer,
+            });
+        self.conditional_work.notify_one();
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the write".into())))
+    }
+
+    /// The conditional writes for the next transaction, in the order they came: one large
+    /// value alone, or small ones of distinct keys (etcd refuses a transaction naming a key
+    /// twice) within the transaction's operation and byte limits; the others wait.
+    fn take_conditionals(&self) -> Vec<ConditionalWrite> {
+        let limits = &self.limits;
+        let mut waiting = self
+            .conditionals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (mut taken, mut left) = (Vec::new(), Vec::new());
+        let (mut keys, mut bytes, mut alone) = (HashSet::new(), 0, false);
+        for write in waiting.drain(..) {
+            let large = write.value.len() > limits.chunk_bytes;
+            // Two compares and two operations per write (its form, the other form).
+            let sent =
+                write.value.len() + 4 * (self.prefix.len() + write.key.len()) + TXN_OP_OVERHEAD;
+            let joins = taken.is_empty()
+                || (!alone
+                    && !large
+                    && (taken.len() + 1) * 2 <= limits.max_txn_ops
+                    && bytes + sent <= limits.max_txn_bytes
+                    && !keys.contains(&write.key));
+            if joins {
+                alone |= large;
+                keys.insert(write.key.clone());
+                bytes += sent;
+                taken.push(write);
+            } else {
+                left.push(write);
+            }
+        }
+        *waiting = left;
+        taken
+    }
+
+    /// Commits `batch` in one transaction whose compares are all its writes'; when one fails
+    /// (etcd then applies none, and does not say which), each write is made alone, which
+    /// answers it written or in conflict. A batch of one is made alone at once.
+    async fn commit_conditionals(&self, batch: Vec<ConditionalWrite>) {
+        let deadline = Instant::now() + self.limits.request_timeout;
+        if let [write] = batch.as_slice() {
+            let outcome = self
+                .conditional(&write.key, &write.value, write.expected, deadline)
+                .await;
+            return self.answer_conditional(write, outcome).await;
+        }
+        let mut compares = Vec::with_capacity(batch.len() * 2);
+        let mut ops = Vec::with_capacity(batch.len() * 2);
+        for write in &batch {
+            let (inline_key, manifest_key) = (
+                self.key(&format!("v/{}", write.key)),
+                self.key(&format!("m/{}", write.key)),
+            );
+            compares.extend(expected_compares(
+                &inline_key,
+                &manifest_key,
+                write.expected,
+            ));
+            ops.push(TxnOp::put(
+                inline_key,
+                value::encode_inline(&write.value),
+                None,
+            ));
+            ops.push(TxnOp::delete(manifest_key, None));
+        }
+        let committed = retry_until(deadline, self.limits.try_for(), || {
+            let mut kv = self.kv.clone();
+            let txn = Txn::new().when(compares.clone()).and_then(ops.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await;
+        match committed {
+            Ok(response) if response.succeeded() => {
+                let revision = response.header().map_or(0, |h| h.revision());
+                // Every second operation deletes a key's manifest.
+                let swept = response
+                    .op_responses()
+                    .iter()
+                    .skip(1)
+                    .step_by(2)
+                    .any(deleted_manifest);
+                for (i, write) in batch.iter().enumerate() {
+                    let written = Conditional::Written(encode_revision(revision, false));
+                    // One sweep, after the last answer's transaction.
+                    let swept = swept && i + 1 == batch.len();
+                    self.answer_conditional(write, Ok((written, swept))).await;
+                }
+            }
+            Ok(_) => {
+                tracing::debug!(backend = %self.name, writes = batch.len(), "a conditional batch found a revision moved: writing each alone");
+                for write in &batch {
+                    let deadline = Instant::now() + self.limits.request_timeout;
+                    let outcome = self
+                        .conditional(&write.key, &write.value, write.expected, deadline)
+                        .await;
+                    self.answer_conditional(write, outcome).await;
+                }
+            }
+            Err(why) => {
+                for write in &batch {
+                    self.answer_conditional(write, Err(why.clone())).await;
+                }
+            }
+        }
+    }
+
+    /// Answers a conditional write with what its transaction did, after sweeping chunks a
+    /// replaced manifest may have left.
+    async fn answer_conditional(
+        &self,
+        write: &ConditionalWrite,
+        outcome: Result<(Conditional, bool), String>,
+    ) {
+        let answer = match outcome {
+            Ok((conditional, swept)) => {
+                if swept && let Err(e) = self.sweep().await {
+                    tracing::warn!(backend = %self.name, error = %e, "could not remove unreferenced chunks");
+                }
+                Ok(conditional)
+            }
+            Err(why) => Err(StoreError::Backend {
+                backend: self.name.clone(),
+                source: format!(
+                    "a conditional write of {:?} did not commit within {} ms ({why}); it may or \
+                     may not have landed: read the key again; check that a majority of the etcd \
+                     members (a quorum) are running and reachable",
+                    write.key,
+                    self.limits.request_timeout.as_millis()
+                )
+                .into(),
+            }),
+        };
+        let _ = write.answer.send(answer);
     }
 
     /// Writes `value` under `key` if its revision is `expected`: in one transaction whose
@@ -648,23 +812,7 @@ impl Shared {
     ) -> Result<(Conditional, bool), String> {
         let (inline_key, manifest_key) =
             (self.key(&format!("v/{key}")), self.key(&format!("m/{key}")));
-        let mut compares = match decode_revision(expected) {
-            None => vec![
-                Compare::version(inline_key.as_str(), CompareOp::Equal, 0),
-                Compare::version(manifest_key.as_str(), CompareOp::Equal, 0),
-            ],
-            Some((revision, manifest)) => {
-                let (present, other) = if manifest {
-                    (&manifest_key, &inline_key)
-                } else {
-                    (&inline_key, &manifest_key)
-                };
-                vec![
-                    Compare::mod_revision(present.as_str(), CompareOp::Equal, revision),
-                    Compare::version(other.as_str(), CompareOp::Equal, 0),
-                ]
-            }
-        };
+        let mut compares = expected_compares(&inline_key, &manifest_key, expected).to_vec();
         let reads = vec![
             TxnOp::get(inline_key.as_str(), None),
             TxnOp::get(manifest_key.as_str(), None),
@@ -910,6 +1058,29 @@ pub(crate) fn etcd_revision(store: Revision) -> i64 {
 /// low bit: set for a manifest), so a conditional write can check the form too.
 pub(crate) fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
     Revision::new(((mod_revision.max(0) as u64) << 1) | u64::from(manifest))
+}
+
+/// The compares of a conditional write of the key whose forms are `inline_key` and
+/// `manifest_key`: its form is still the one at `expected` (both absent for
+/// [`Revision::ABSENT`]), and the other form absent.
+fn expected_compares(inline_key: &str, manifest_key: &str, expected: Revision) -> [Compare; 2] {
+    match decode_revision(expected) {
+        None => [
+            Compare::version(inline_key, CompareOp::Equal, 0),
+            Compare::version(manifest_key, CompareOp::Equal, 0),
+        ],
+        Some((revision, manifest)) => {
+            let (present, other) = if manifest {
+                (manifest_key, inline_key)
+            } else {
+                (inline_key, manifest_key)
+            };
+            [
+                Compare::mod_revision(present, CompareOp::Equal, revision),
+                Compare::version(other, CompareOp::Equal, 0),
+            ]
+        }
+    }
 }
 
 /// What [`encode_revision`] made: `None` for [`Revision::ABSENT`].
