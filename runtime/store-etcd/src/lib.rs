@@ -30,6 +30,17 @@
 //! coordinator changes its memory only once a write is queued), and those that were queued
 //! before the failure land in their order, so etcd again matches what the service holds.
 //!
+//! Conditional writes ([`SharedStore::put_if`]) are not queued behind the others' order: a
+//! conditional writer task takes every one waiting (up to half [`EtcdLimits::max_txn_ops`],
+//! of distinct keys, within [`EtcdLimits::max_txn_bytes`]; two transactions in flight) into
+//! one transaction carrying all their compares. etcd applies such a transaction whole or not
+//! at all and does not say which compare failed, so when one fails, its writes are made again
+//! one by one, each answered written or in conflict. A large value's conditional write goes
+//! alone (its chunks first).
+//!
+//! The store's changes are watched ([`SharedStore::watch`]) by one etcd watch over the
+//! manifests and inline values (see `watch`).
+//!
 //! # Layout
 //!
 //! Under a prefix (default [`DEFAULT_PREFIX`]), per key of the store:
