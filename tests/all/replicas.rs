@@ -329,3 +329,48 @@ fn changes_on_one_replica_reach_the_other_through_the_watch() {
         "B's watch resumed after its member was killed:\n{metrics}"
     );
 }
+
+/// A coordinator of `broker`'s built-ins over its own store on `cluster` (a replica's).
+fn coordinator_on(cluster: &Cluster) -> assignor_coordinator::Coordinator {
+    let config = assignor_coordinator::config::BrokerConfig::load(None, &[])
+        .expect("the default broker config");
+    let runtime = crate::common::runtime(assignor_sandbox::Limits::default());
+    let registry = assignor_coordinator::Registry::build(&runtime, &config).expect("the built-ins");
+    let store = assignor_store_etcd::EtcdStore::open(&cluster.endpoints()).expect("opens");
+    assignor_coordinator::Coordinator::open(registry, &config, Arc::new(store)).expect("opens")
+}
+
+/// A group delete is fenced by the group's revision: a replica deleting from the state it
+/// read before another replica changed the group is refused (`COORDINATOR_NOT_AVAILABLE`,
+/// the change kept, the group read again), and deletes it once it holds the current state.
+/// (Unconditional, the stale delete removed the other replica's change.)
+#[test]
+fn a_delete_from_a_stale_state_is_fenced() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let mut a = coordinator_on(&cluster);
+    let (group, topology) = crate::common::example();
+    a.set_topology("g", topology).expect("topology");
+    let mut b = coordinator_on(&cluster);
+    let joined = a
+        .upsert_member("g", group.members[0].clone())
+        .expect("a member joins on A");
+    let error = b.delete_group("g").expect_err("B's state is stale");
+    assert_eq!(
+        error.code(),
+        assignor_coordinator::ErrorCode::CoordinatorNotAvailable,
+        "{error}"
+    );
+    let versions = || cluster.versions("assignor/v/group/g").expect("the history");
+    assert_eq!(
+        versions(),
+        [("assignor/v/group/g".to_owned(), 2)],
+        "A's change is kept"
+    );
+    assert_eq!(
+        b.describe("g").expect("read again").group_epoch,
+        joined,
+        "B holds A's change now"
+    );
+    b.delete_group("g").expect("deleted from the current state");
+    assert_eq!(versions(), [], "gone");
+}

@@ -980,10 +980,23 @@ impl Coordinator {
     /// The group's id is free again, and counts no more against
     /// [`StateLimits::max_groups`].
     pub fn delete_group(&mut self, group: &str) -> Result<(), CoordinatorError> {
-        if !self.groups.contains_key(group) {
+        let Some(g) = self.groups.get(group) else {
             return Err(CoordinatorError::UnknownGroup(group.to_owned()));
+        };
+        let key = format!("{GROUP_KEY_PREFIX}{group}");
+        let store = self.store.clone();
+        match store.shared() {
+            None => store.delete(&key)?,
+            // Conditional on the revision this coordinator holds, so that a delete made from
+            // an older state (or retried after the cluster came back) never removes a group
+            // another replica has changed, or created again, since.
+            Some(shared) => {
+                if let Conditional::Conflict(_) = shared.delete_if(&key, g.revision)? {
+                    self.refresh_group(group)?;
+                    return Err(CoordinatorError::Conflict(group.to_owned()));
+                }
+            }
         }
-        self.store.delete(&format!("{GROUP_KEY_PREFIX}{group}"))?;
         self.groups.remove(group);
         self.drop_capture(group);
         Ok(())

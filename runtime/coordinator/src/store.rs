@@ -115,6 +115,12 @@ pub trait SharedStore: Send + Sync {
         expected: Revision,
     ) -> Result<Conditional, StoreError>;
 
+    /// Removes `key` if its revision is still `expected`, durably; else changes nothing and
+    /// says the key's revision now. A delete conditioned so is fenced: retried after a later
+    /// write of the key (by any process), it changes nothing. Written answers
+    /// [`Revision::ABSENT`] when the key was already gone, else the delete's revision.
+    fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError>;
+
     /// The changes of every key after the store's revision `after` (a [`Snapshot::at`]), by
     /// any process (this one included), in the order they were made. The watch keeps going
     /// until it is dropped or the store closes: when it breaks (a member gone) it resumes

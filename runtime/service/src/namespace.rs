@@ -93,6 +93,11 @@ impl SharedStore for Namespaced {
             .put_if(&format!("{}{key}", self.prefix), value, expected)
     }
 
+    fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError> {
+        self.shared_inner()?
+            .delete_if(&format!("{}{key}", self.prefix), expected)
+    }
+
     /// The service watches the whole store once, for every tenant (see `replication`), so
     /// a namespace has no watch of its own.
     fn watch(&self, _after: Revision) -> Result<Box<dyn Watch>, StoreError> {

@@ -310,7 +310,8 @@ const CONDITIONAL_BATCHES: usize = 2;
 /// A `put_if` waiting for the conditional writer.
 struct ConditionalWrite {
     key: String,
-    value: Vec<u8>,
+    /// `None` deletes the key.
+    value: Option<Vec<u8>>,
     expected: Revision,
     answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
 }
@@ -641,10 +642,11 @@ impl Shared {
 
     /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if): queued for
     /// the conditional writer on the client thread; the caller waits for its answer.
+    /// A `value` of `None` deletes the key (`SharedStore::delete_if`).
     pub(crate) fn put_if(
         self: &Arc<Self>,
         key: &str,
-        value: &[u8],
+        value: Option<&[u8]>,
         expected: Revision,
     ) -> Result<Conditional, StoreError> {
         let (answer, rx) = mpsc::sync_channel(1);
@@ -653,7 +655,7 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(ConditionalWrite {
                 key: key.to_owned(),
-                value: value.to_vec(),
+                value: value.map(<[u8]>::to_vec),
                 expected,
                 answer,
             });
@@ -674,10 +676,10 @@ impl Shared {
         let (mut taken, mut left) = (Vec::new(), Vec::new());
         let (mut keys, mut bytes, mut alone) = (HashSet::new(), 0, false);
         for write in waiting.drain(..) {
-            let large = write.value.len() > limits.chunk_bytes;
+            let len = write.value.as_ref().map_or(0, Vec::len);
+            let large = len > limits.chunk_bytes;
             // Two compares and two operations per write (its form, the other form).
-            let sent =
-                write.value.len() + 4 * (self.prefix.len() + write.key.len()) + TXN_OP_OVERHEAD;
+            let sent = len + 4 * (self.prefix.len() + write.key.len()) + TXN_OP_OVERHEAD;
             let joins = taken.is_empty()
                 || (!alone
                     && !large
@@ -704,7 +706,7 @@ impl Shared {
         let deadline = Instant::now() + self.limits.request_timeout;
         if let [write] = batch.as_slice() {
             let outcome = self
-                .conditional(&write.key, &write.value, write.expected, deadline)
+                .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
                 .await;
             return self.answer_conditional(write, outcome).await;
         }
@@ -720,11 +722,10 @@ impl Shared {
                 &manifest_key,
                 write.expected,
             ));
-            ops.push(TxnOp::put(
-                inline_key,
-                value::encode_inline(&write.value),
-                None,
-            ));
+            ops.push(match &write.value {
+                Some(value) => TxnOp::put(inline_key, value::encode_inline(value), None),
+                None => TxnOp::delete(inline_key, None),
+            });
             ops.push(TxnOp::delete(manifest_key, None));
         }
         let committed = retry_until(deadline, self.limits.try_for(), || {
@@ -755,7 +756,7 @@ impl Shared {
                 for write in &batch {
                     let deadline = Instant::now() + self.limits.request_timeout;
                     let outcome = self
-                        .conditional(&write.key, &write.value, write.expected, deadline)
+                        .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
                         .await;
                     self.answer_conditional(write, outcome).await;
                 }
@@ -806,7 +807,7 @@ impl Shared {
     async fn conditional(
         &self,
         key: &str,
-        value: &[u8],
+        value: Option<&[u8]>,
         expected: Revision,
         deadline: Instant,
     ) -> Result<(Conditional, bool), String> {
@@ -817,8 +818,8 @@ impl Shared {
             TxnOp::get(inline_key.as_str(), None),
             TxnOp::get(manifest_key.as_str(), None),
         ];
-        let large = value.len() > self.limits.chunk_bytes;
-        let (record, ops, chunks) = if large {
+        let large = value.is_some_and(|v| v.len() > self.limits.chunk_bytes);
+        let (record, ops, chunks) = if let Some(value) = value.filter(|_| large) {
             let manifest = Manifest::of(value, self.limits.chunk_bytes);
             let chunks: Vec<(String, Vec<u8>)> = manifest
                 .chunks
@@ -837,14 +838,20 @@ impl Shared {
                 TxnOp::put(manifest_key.as_str(), record.clone(), None),
                 TxnOp::delete(inline_key.as_str(), None),
             ];
-            (record, ops, chunks)
-        } else {
+            (Some(record), ops, chunks)
+        } else if let Some(value) = value {
             let record = value::encode_inline(value);
             let ops = vec![
                 TxnOp::put(inline_key.as_str(), record.clone(), None),
                 TxnOp::delete(manifest_key.as_str(), None),
             ];
-            (record, ops, Vec::new())
+            (Some(record), ops, Vec::new())
+        } else {
+            let ops = vec![
+                TxnOp::delete(inline_key.as_str(), None),
+                TxnOp::delete(manifest_key.as_str(), None),
+            ];
+            (None, ops, Vec::new())
         };
         for _ in 0..MANIFEST_TRIES {
             // One after the other: a conditional write of a large value is rare (a group
@@ -893,8 +900,13 @@ impl Shared {
                     encode_revision(*mod_revision, k.as_slice() == manifest_key.as_bytes())
                 }
             };
-            if found.len() == 1 && found[0].1 == record {
-                // A try whose answer was lost committed it: the key holds what was sent.
+            let landed = match &record {
+                Some(record) => found.len() == 1 && found[0].1 == *record,
+                None => found.is_empty(),
+            };
+            if landed {
+                // A try whose answer was lost committed it: the key holds what was sent (or,
+                // for a delete, nothing).
                 return Ok((Conditional::Written(now), false));
             }
             if now != expected {
