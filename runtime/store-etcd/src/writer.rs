@@ -58,9 +58,9 @@ pub(crate) struct Shared {
     /// Conditional writes waiting for the conditional writer, which joins them into
     /// transactions. Each caller waits for its answer, so there are at most as many as
     /// threads calling `put_if` (the service's bounded blocking pool).
-    conditionals: std::sync::Mutex<Vec<ConditionalWrite>>,
+    pub(crate) conditionals: std::sync::Mutex<Vec<ConditionalWrite>>,
     /// Notified when a conditional write is added.
-    conditional_work: Notify,
+    pub(crate) conditional_work: Notify,
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
@@ -308,12 +308,12 @@ async fn run(shared: Arc<Shared>) {
 const CONDITIONAL_BATCHES: usize = 2;
 
 /// A `put_if` waiting for the conditional writer.
-struct ConditionalWrite {
-    key: String,
+pub(crate) struct ConditionalWrite {
+    pub(crate) key: String,
     /// `None` deletes the key.
-    value: Option<Vec<u8>>,
-    expected: Revision,
-    answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
+    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) expected: Revision,
+    pub(crate) answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
 }
 
 /// The conditional writer: takes the conditional writes waiting, as many as one transaction
