@@ -664,11 +664,15 @@ impl Tenant {
     }
 
     /// An upload another replica stored, loaded and checked here exactly as an upload is
-    /// (load, `name()`, trial assignment, under this tenant's limits), before this replica
-    /// serves it.
+    /// (size, load, `name()`, trial assignment, under this tenant's limits), before this
+    /// replica serves it.
     fn check_stored(&self, name: &str, bytes: &[u8]) -> Result<CheckedUpload, ApiError> {
         let settings = self.settings();
-        let checked = Self::size_passed(settings.limits.max_component_bytes, bytes.len());
+        let max = settings.limits.max_component_bytes;
+        if bytes.len() > max {
+            return Err(Self::oversized(&self.name, max, Some(bytes.len() as u64)));
+        }
+        let checked = Self::size_passed(max, bytes.len());
         let loaded = self.load_upload(&settings, checked, name, bytes)?;
         self.check_loaded(&settings, loaded, name, bytes.len())
     }
