@@ -243,7 +243,8 @@ fn sigkill_of_a_replica_mid_load_loses_nothing_acknowledged() {
 /// [`SEEN_WITHIN`]: a new upload, then a version replacing it (which B loads and checks, and
 /// computes with: B's target is A's for the same document), a group's document and config,
 /// tenant `a`'s limits changed by the admin, the upload deleted (B stops listing and serving
-/// it); then, with each etcd member killed in turn (the one B's watch is on among them), a
+/// it); a damaged record is refused by B (counted, not applied) without stopping the changes
+/// after it; with each etcd member killed in turn (the one B's watch is on among them), a
 /// group change still reaches B, and B counts its watch's resumption.
 #[test]
 fn changes_on_one_replica_reach_the_other_through_the_watch() {
@@ -305,6 +306,11 @@ fn changes_on_one_replica_reach_the_other_through_the_watch() {
         listed_sha(&cb, "swap").is_none()
     });
 
+    // A damaged record (written past the store) is refused by B, logged and counted, and
+    // the changes after it still reach B.
+    cluster
+        .put("assignor/v/tenant/a/group/damaged", b"not a record")
+        .expect("written");
     for member in 0..3 {
         cluster.kill(member);
         let (status, body) = ca.put("/v1/groups/on-b", group_doc(2 + member, 16).as_bytes());
@@ -319,11 +325,17 @@ fn changes_on_one_replica_reach_the_other_through_the_watch() {
     }
     let (status, metrics) = admin_b.get_text("/metrics");
     assert_eq!(status, 200, "{metrics}");
-    let resumed: u64 = metrics
-        .lines()
-        .filter(|l| l.starts_with(r#"assignor_watch_events_total{event="resumed"}"#))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum();
+    let counted = |event: &str| -> u64 {
+        let series = format!(r#"assignor_watch_events_total{{event="{event}"}}"#);
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&series))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!(counted("refused"), 1, "the damaged record:\n{metrics}");
+    assert_eq!(cb.get("/v1/groups/damaged").0, 404, "not applied");
+    let resumed = counted("resumed");
     assert!(
         resumed >= 1,
         "B's watch resumed after its member was killed:\n{metrics}"
