@@ -3,7 +3,9 @@
 //! first, which the second loads and checks itself; concurrent triggers of one group
 //! on both commit exactly one target per group epoch (checked in etcd's history of the group's
 //! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
-//! acknowledged, and its clients carry on at the other.
+//! acknowledged, and its clients carry on at the other; what one replica changes (uploads new,
+//! replaced and deleted, a tenant's limits, group documents) reaches the other through the
+//! store's watch, which carries on when the etcd member it was on is killed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +26,31 @@ const ROUNDS: usize = 4;
 const CLIENTS: usize = 3;
 /// Steps (a group PUT then a trigger) each client makes in the SIGKILL test.
 const STEPS: usize = 10;
+/// How long a change made on one replica may take to reach the other.
+const SEEN_WITHIN: Duration = Duration::from_secs(15);
+
+/// Waits until `seen` holds, polling, at most [`SEEN_WITHIN`]; `what` names it in the panic.
+fn eventually(what: &str, mut seen: impl FnMut() -> bool) {
+    let deadline = Instant::now() + SEEN_WITHIN;
+    while !seen() {
+        assert!(
+            Instant::now() < deadline,
+            "not seen within {SEEN_WITHIN:?}: {what}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The SHA-256 of tenant `a`'s upload `name` as `client`'s replica lists it.
+fn listed_sha(client: &Client, name: &str) -> Option<String> {
+    let (status, body) = client.get("/v1/assignors");
+    assert_eq!(status, 200, "{body}");
+    body["assignors"]
+        .as_array()?
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["sha256"].as_str().map(str::to_owned))
+}
 
 /// A replica of the service on `cluster`, with a data directory of its own (its compiled
 /// cache: the state is all in etcd).
@@ -68,6 +95,11 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
         let (status, described) = ca.put("/v1/groups/g", doc.as_bytes());
         assert_eq!(status, 200, "{described}");
         let epoch = described["groupEpoch"].as_u64().expect("an epoch");
+        // B plans from what its watch brought: it must have the new epoch (a replica behind
+        // would answer the target it holds, of the epoch before).
+        eventually("the group's new epoch on B", || {
+            cb.get("/v1/groups/g").1["groupEpoch"].as_u64() == Some(epoch)
+        });
         let barrier = Barrier::new(2);
         let (on_a, on_b) = thread::scope(|s| {
             let trigger = |c: &'static str| {
@@ -103,8 +135,8 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
         assert_eq!(status, 200, "{read}");
         assert_eq!(read["assignment"], on_a.1["assignment"]);
     }
-    // An upload made on A, selected by the group on A, is loaded and checked by B when B
-    // computes the group.
+    // An upload made on A, selected by the group on A, is loaded and checked by B (when its
+    // watch brings it, or when B computes the group), and B computes the group with it.
     let (status, report) = ca.upload("hashmap-user", guests::HASHMAP_USER);
     assert_eq!(status, 201, "{report}");
     let (status, config) =
@@ -112,6 +144,10 @@ fn concurrent_triggers_on_two_replicas_commit_one_target_per_epoch() {
     assert_eq!(status, 200, "{config}");
     let (status, described) = ca.put("/v1/groups/g", group_doc(3, 16).as_bytes());
     assert_eq!(status, 200, "{described}");
+    eventually("the group's new document and config on B", || {
+        let (_, d) = cb.get("/v1/groups/g");
+        d["groupEpoch"] == described["groupEpoch"] && d["assignorName"] == "hashmap-user"
+    });
     let (status, answer) = cb.post("/v1/groups/g/assign");
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["assignor"], "hashmap-user", "{answer}");
@@ -201,4 +237,152 @@ fn sigkill_of_a_replica_mid_load_loses_nothing_acknowledged() {
         );
         assert_eq!(&now["assignment"], assignment, "{group}");
     }
+}
+
+/// What replica A changes reaches replica B through the store's watch, each within
+/// [`SEEN_WITHIN`]: a new upload, then a version replacing it (which B loads and checks, and
+/// computes with: B's target is A's for the same document), a group's document and config,
+/// tenant `a`'s limits changed by the admin, the upload deleted (B stops listing and serving
+/// it); a damaged record is refused by B (counted, not applied) without stopping the changes
+/// after it; with each etcd member killed in turn (the one B's watch is on among them), a
+/// group change still reaches B, and B counts its watch's resumption.
+#[test]
+fn changes_on_one_replica_reach_the_other_through_the_watch() {
+    let mut cluster = Cluster::start(3).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (replica(&cluster, &dir_a), replica(&cluster, &dir_b));
+    let (ca, cb) = (a.client(), b.client());
+    let (admin_a, admin_b) = (
+        Client::new(&a.base, TOKEN_ADMIN),
+        Client::new(&b.base, TOKEN_ADMIN),
+    );
+
+    let (status, v1) = ca.upload("swap", guests::SWAP_V1);
+    assert_eq!(status, 201, "{v1}");
+    eventually("the new upload on B", || {
+        listed_sha(&cb, "swap").as_ref() == v1["sha256"].as_str().map(str::to_owned).as_ref()
+    });
+    let (status, v2) = ca.upload("swap", guests::SWAP_V2);
+    assert_eq!(status, 200, "{v2}");
+    assert_ne!(v1["sha256"], v2["sha256"]);
+    eventually("the replaced upload on B", || {
+        listed_sha(&cb, "swap").as_ref() == v2["sha256"].as_str().map(str::to_owned).as_ref()
+    });
+
+    for group in ["on-a", "on-b"] {
+        let (status, body) = ca.put(&format!("/v1/groups/{group}"), group_doc(5, 16).as_bytes());
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = ca.set_config(group, json!({"streams.assignor.name": "swap"}), &[]);
+        assert_eq!(status, 200, "{body}");
+    }
+    eventually("the group document and config on B", || {
+        let (status, d) = cb.get("/v1/groups/on-b");
+        status == 200 && d["assignorName"] == "swap"
+    });
+    let (status, on_a) = ca.post("/v1/groups/on-a/assign");
+    assert_eq!(status, 200, "{on_a}");
+    let (status, on_b) = cb.post("/v1/groups/on-b/assign");
+    assert_eq!(status, 200, "{on_b}");
+    assert_eq!(on_b["assignor"], "swap");
+    assert_eq!(
+        on_a["assignment"], on_b["assignment"],
+        "B computes with the version A serves"
+    );
+
+    let (status, body) = admin_a.put("/v1/admin/tenants/a/limits", br#"{"maxGroups": 7}"#);
+    assert_eq!(status, 200, "{body}");
+    eventually("the limits on B", || {
+        let (status, body) = admin_b.get("/v1/admin/tenants");
+        status == 200 && body["tenants"][0]["limits"]["maxGroups"] == 7
+    });
+
+    for group in ["on-a", "on-b"] {
+        let (status, body) = ca.set_config(group, json!({}), &["streams.assignor.name"]);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = ca.delete("/v1/assignors/swap");
+    assert_eq!(status, 204, "{body}");
+    eventually("the deleted upload gone from B", || {
+        listed_sha(&cb, "swap").is_none()
+    });
+
+    // A damaged record (written past the store) is refused by B, logged and counted, and
+    // the changes after it still reach B.
+    cluster
+        .put("assignor/v/tenant/a/group/damaged", b"not a record")
+        .expect("written");
+    for member in 0..3 {
+        cluster.kill(member);
+        let (status, body) = ca.put("/v1/groups/on-b", group_doc(2 + member, 16).as_bytes());
+        assert_eq!(status, 200, "{body}");
+        let epoch = body["groupEpoch"].clone();
+        eventually(
+            &format!("a group change on B with member {member} killed"),
+            || cb.get("/v1/groups/on-b").1["groupEpoch"] == epoch,
+        );
+        cluster.restart(member).expect("the member restarts");
+        cluster.wait_member(member).expect("the member rejoins");
+    }
+    let (status, metrics) = admin_b.get_text("/metrics");
+    assert_eq!(status, 200, "{metrics}");
+    let counted = |event: &str| -> u64 {
+        let series = format!(r#"assignor_watch_events_total{{event="{event}"}}"#);
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&series))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!(counted("refused"), 1, "the damaged record:\n{metrics}");
+    assert_eq!(cb.get("/v1/groups/damaged").0, 404, "not applied");
+    let resumed = counted("resumed");
+    assert!(
+        resumed >= 1,
+        "B's watch resumed after its member was killed:\n{metrics}"
+    );
+}
+
+/// A coordinator of `broker`'s built-ins over its own store on `cluster` (a replica's).
+fn coordinator_on(cluster: &Cluster) -> assignor_coordinator::Coordinator {
+    let config = assignor_coordinator::config::BrokerConfig::load(None, &[])
+        .expect("the default broker config");
+    let runtime = crate::common::runtime(assignor_sandbox::Limits::default());
+    let registry = assignor_coordinator::Registry::build(&runtime, &config).expect("the built-ins");
+    let store = assignor_store_etcd::EtcdStore::open(&cluster.endpoints()).expect("opens");
+    assignor_coordinator::Coordinator::open(registry, &config, Arc::new(store)).expect("opens")
+}
+
+/// A group delete is fenced by the group's revision: a replica deleting from the state it
+/// read before another replica changed the group is refused (`COORDINATOR_NOT_AVAILABLE`,
+/// the change kept, the group read again), and deletes it once it holds the current state.
+/// (Unconditional, the stale delete removed the other replica's change.)
+#[test]
+fn a_delete_from_a_stale_state_is_fenced() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let mut a = coordinator_on(&cluster);
+    let (group, topology) = crate::common::example();
+    a.set_topology("g", topology).expect("topology");
+    let mut b = coordinator_on(&cluster);
+    let joined = a
+        .upsert_member("g", group.members[0].clone())
+        .expect("a member joins on A");
+    let error = b.delete_group("g").expect_err("B's state is stale");
+    assert_eq!(
+        error.code(),
+        assignor_coordinator::ErrorCode::CoordinatorNotAvailable,
+        "{error}"
+    );
+    let versions = || cluster.versions("assignor/v/group/g").expect("the history");
+    assert_eq!(
+        versions(),
+        [("assignor/v/group/g".to_owned(), 2)],
+        "A's change is kept"
+    );
+    assert_eq!(
+        b.describe("g").expect("read again").group_epoch,
+        joined,
+        "B holds A's change now"
+    );
+    b.delete_group("g").expect("deleted from the current state");
+    assert_eq!(versions(), [], "gone");
 }

@@ -30,7 +30,7 @@
 //! service on the same cluster (in this process, with a data directory of its own), opened
 //! once the upload is made (a replica loads the uploads it finds at start); the clients'
 //! connections alternate between the replicas, so each serves half the triggers, of groups
-//! the first replica created (the second reads each group from etcd before planning it).
+//! the first replica created (which the second's watch of the store brings it).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -596,23 +596,35 @@ impl Coordinator {
         config: &BrokerConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, CoordinatorError> {
-        let mut groups = BTreeMap::new();
-        let mut stored_captures = Vec::new();
         let entries = match store.shared() {
-            Some(shared) => shared.load_all_revisions()?,
+            Some(shared) => shared.load_prefix("")?.entries,
             None => store
                 .load_all()?
                 .into_iter()
                 .map(|(key, value)| (key, value, Revision::ABSENT))
                 .collect(),
         };
+        Self::open_from(registry, config, store, &entries)
+    }
+
+    /// [`open`](Self::open) from `entries`, the store's keys with their values and revisions
+    /// ([`Revision::ABSENT`] on a store that is not shared), read by the caller, who may need
+    /// them too: a store is then read once.
+    pub fn open_from(
+        registry: Registry,
+        config: &BrokerConfig,
+        store: Arc<dyn Store>,
+        entries: &[(String, Vec<u8>, Revision)],
+    ) -> Result<Self, CoordinatorError> {
+        let mut groups = BTreeMap::new();
+        let mut stored_captures = Vec::new();
         for (key, value, revision) in entries {
             if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
-                let mut state = decode(&key, &value)?;
-                state.revision = revision;
+                let mut state = decode(key, value)?;
+                state.revision = *revision;
                 groups.insert(group.to_owned(), state);
             } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
-                stored_captures.push((group.to_owned(), value));
+                stored_captures.push((group.to_owned(), value.clone()));
             }
         }
         // The store keeps no capture times: a group's last failure (which its capture is of,
@@ -982,10 +994,23 @@ impl Coordinator {
     /// The group's id is free again, and counts no more against
     /// [`StateLimits::max_groups`].
     pub fn delete_group(&mut self, group: &str) -> Result<(), CoordinatorError> {
-        if !self.groups.contains_key(group) {
+        let Some(g) = self.groups.get(group) else {
             return Err(CoordinatorError::UnknownGroup(group.to_owned()));
+        };
+        let key = format!("{GROUP_KEY_PREFIX}{group}");
+        let store = self.store.clone();
+        match store.shared() {
+            None => store.delete(&key)?,
+            // Conditional on the revision this coordinator holds, so that a delete made from
+            // an older state (or retried after the cluster came back) never removes a group
+            // another replica has changed, or created again, since.
+            Some(shared) => {
+                if let Conditional::Conflict(_) = shared.delete_if(&key, g.revision)? {
+                    self.refresh_group(group)?;
+                    return Err(CoordinatorError::Conflict(group.to_owned()));
+                }
+            }
         }
-        self.store.delete(&format!("{GROUP_KEY_PREFIX}{group}"))?;
         self.groups.remove(group);
         self.drop_capture(group);
         Ok(())
@@ -1621,6 +1646,85 @@ impl Coordinator {
     }
 }
 
+impl Coordinator {
+    /// Applies a change another process made to this coordinator's store (a service replica's
+    /// watch): `key` (a group's record or capture; other keys are not the coordinator's and
+    /// are ignored) now holds `value` (`None`: deleted) at `revision`. A group's record older
+    /// than the one held (this coordinator wrote or read a later one) is ignored; a newer one
+    /// replaces the group's state, so that a job planned on the old state cannot commit into
+    /// the new one unless its write's condition still holds. A record that does not decode is
+    /// an error naming the key, and nothing changes.
+    pub fn apply_stored(
+        &mut self,
+        key: &str,
+        value: Option<&[u8]>,
+        revision: Revision,
+    ) -> Result<(), CoordinatorError> {
+        if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
+            if self
+                .groups
+                .get(group)
+                .is_some_and(|g| g.revision >= revision)
+            {
+                return Ok(());
+            }
+            match value {
+                None => {
+                    self.groups.remove(group);
+                }
+                Some(bytes) => {
+                    let mut state = decode(key, bytes)?;
+                    state.revision = revision;
+                    state.incarnation = match self.groups.get(group) {
+                        Some(g) => g.incarnation,
+                        None => {
+                            self.next_incarnation += 1;
+                            self.next_incarnation - 1
+                        }
+                    };
+                    self.groups.insert(group.to_owned(), state);
+                }
+            }
+        } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
+            // Kept in memory as this coordinator keeps its own: replacing the group's, the
+            // oldest dropped to stay within the limits.
+            self.forget_capture(group);
+            let limits = self.state_limits;
+            if let Some(bytes) = value
+                && limits.max_captures > 0
+                && bytes.len() <= limits.max_capture_bytes
+            {
+                self.evict_captures(bytes.len());
+                self.capture_bytes += bytes.len();
+                let order = self.next_capture;
+                self.next_capture += 1;
+                self.captures.insert(
+                    group.to_owned(),
+                    KeptCapture {
+                        bytes: bytes.to_vec(),
+                        order,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The store keys of the groups and captures this coordinator holds, for a caller that
+    /// must tell which of them a full read of the store no longer has.
+    pub fn stored_keys(&self) -> Vec<String> {
+        self.groups
+            .keys()
+            .map(|g| format!("{GROUP_KEY_PREFIX}{g}"))
+            .chain(
+                self.captures
+                    .keys()
+                    .map(|g| format!("{CAPTURE_KEY_PREFIX}{g}")),
+            )
+            .collect()
+    }
+}
+
 /// What [`Coordinator::prepare_commit`] leaves to do.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -1673,6 +1777,14 @@ pub struct SharedWritten {
     group: String,
     state: GroupState,
     outcome: Conditional,
+}
+
+impl SharedWritten {
+    /// Whether another process changed the group first, so this target was not written (the
+    /// caller may plan the group again once [`Coordinator::finish_commit`] has read it).
+    pub fn lost(&self) -> bool {
+        matches!(self.outcome, Conditional::Conflict(_))
+    }
 }
 
 impl std::fmt::Debug for SharedWritten {
@@ -1853,6 +1965,61 @@ mod tests {
             outcome: Err(error),
         };
         c.commit(done).expect_err("the outcome is a failure")
+    }
+
+    /// The stored record of `group` in `store`.
+    fn stored(store: &MemoryStore, group: &str) -> Vec<u8> {
+        let key = format!("{GROUP_KEY_PREFIX}{group}");
+        let entries = store.load_all().expect("loads");
+        entries
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .expect("stored")
+            .1
+    }
+
+    /// Changes another process stored (a replica's watch): a group's newer record replaces
+    /// the one held and an older one is ignored; a record that does not decode is an error
+    /// naming its key and changes nothing; a delete removes the group; a capture is kept.
+    #[test]
+    fn stored_changes_apply_newest_first_and_refuse_damaged_records() {
+        let (writer_store, reader_store) =
+            (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+        let mut writer = coordinator(writer_store.clone());
+        let mut reader = coordinator(reader_store);
+        writer.set_topology("g", topology(4)).expect("topology");
+        writer.upsert_member("g", member("m1")).expect("member");
+        let first = stored(&writer_store, "g");
+        let epoch = writer.upsert_member("g", member("m2")).expect("member");
+        let second = stored(&writer_store, "g");
+
+        let key = format!("{GROUP_KEY_PREFIX}g");
+        reader
+            .apply_stored(&key, Some(&second), Revision::new(10))
+            .expect("applies");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        reader
+            .apply_stored(&key, Some(&first), Revision::new(8))
+            .expect("an older record is ignored");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        let error = reader
+            .apply_stored(&key, Some(b"not a record"), Revision::new(12))
+            .expect_err("refused");
+        assert!(error.to_string().contains(&key), "{error}");
+        assert_eq!(reader.describe("g").expect("held").group_epoch, epoch);
+        reader
+            .apply_stored(&key, None, Revision::new(14))
+            .expect("applies");
+        assert!(reader.describe("g").is_err(), "deleted");
+
+        reader
+            .apply_stored(
+                &format!("{CAPTURE_KEY_PREFIX}g"),
+                Some(b"capture"),
+                Revision::new(16),
+            )
+            .expect("applies");
+        assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
     }
 
     /// A capacity refusal is not the assignor's failure: it is answered as

@@ -92,13 +92,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 /// What a store several processes write at once adds to [`Store`]: each key has a
 /// [`Revision`], and a conditional put writes only if the key's revision is still the one the
 /// writer last saw, so that two processes changing one key from the same state never
-/// overwrite each other: one wins, the other learns it lost and reads the winner's value.
+/// overwrite each other: one wins, the other learns it lost and reads the winner's value. A
+/// [`watch`](SharedStore::watch) tells a process what the others wrote.
 ///
 /// Every call here is durable when it returns `Ok`, and ordered after every write the same
 /// store made before it (the group-commit queue is flushed first).
 pub trait SharedStore: Send + Sync {
-    /// Every key with its value and revision, sorted by key, at one revision of the store.
-    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError>;
+    /// Every key beginning with `prefix`, with its value and revision, sorted by key, read at
+    /// one revision of the store, which the snapshot says (a watch from it misses nothing).
+    fn load_prefix(&self, prefix: &str) -> Result<Snapshot, StoreError>;
 
     /// One key's value and revision; `None` when it is absent.
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError>;
@@ -112,11 +114,65 @@ pub trait SharedStore: Send + Sync {
         value: &[u8],
         expected: Revision,
     ) -> Result<Conditional, StoreError>;
+
+    /// Removes `key` if its revision is still `expected`, durably; else changes nothing and
+    /// says the key's revision now. A delete conditioned so is fenced: retried after a later
+    /// write of the key (by any process), it changes nothing. Written answers
+    /// [`Revision::ABSENT`] when the key was already gone, else the delete's revision.
+    fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError>;
+
+    /// The changes of every key after the store's revision `after` (a [`Snapshot::at`]), by
+    /// any process (this one included), in the order they were made. The watch keeps going
+    /// until it is dropped or the store closes: when it breaks (a member gone) it resumes
+    /// where it was, and when the store no longer holds the history it needs (compacted), it
+    /// reads every key again and says so ([`WatchEvent::Reset`]).
+    fn watch(&self, after: Revision) -> Result<Box<dyn Watch>, StoreError>;
 }
 
-/// A key's version in a [`SharedStore`]: changes with every write of the key by any process.
-/// Opaque: only equality means something.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// Keys read at one revision of a [`SharedStore`] (see [`SharedStore::load_prefix`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Each key, its value and revision, sorted by key.
+    pub entries: Vec<(String, Vec<u8>, Revision)>,
+    /// The store's revision the keys were read at: every write made after the read has a
+    /// higher revision.
+    pub at: Revision,
+}
+
+/// A [`SharedStore::watch`]: the changes other processes (and this one) make, in order.
+pub trait Watch: Send {
+    /// The next event, waiting for it; `None` once the store has closed.
+    fn next(&mut self) -> Option<WatchEvent>;
+}
+
+/// What a [`Watch`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchEvent {
+    /// Keys written or deleted, in the order they were, by one or more transactions.
+    Changes(Vec<Change>),
+    /// The watch could not resume from where it was (the store compacted that history): every
+    /// key as it is now, read at `at`; a key not listed is gone. Later changes follow.
+    Reset(Snapshot),
+    /// The watch broke (why) and resumed: no change was missed. For logs and metrics.
+    Resumed(String),
+}
+
+/// One key's change in a [`WatchEvent::Changes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The store's key.
+    pub key: String,
+    /// Its new value, `None` when it was deleted; `Err` says why the record that was written
+    /// cannot be read (damaged, or its chunks gone): the change is then not to be applied.
+    pub value: Result<Option<Vec<u8>>, String>,
+    /// The revision of the change: the key's revision from then on.
+    pub revision: Revision,
+}
+
+/// A key's version in a [`SharedStore`]: changes with every write of the key by any process,
+/// and only grows: of two writes of the store (of any keys), the later has the higher revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Revision(u64);
 
 impl Revision {

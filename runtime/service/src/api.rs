@@ -728,20 +728,40 @@ async fn assign(
     Path(group): Path<String>,
 ) -> Result<Response, ApiError> {
     let planned = if t.shared {
-        // Another replica may have changed the group: read it again first (a network read,
-        // so on the pool).
-        let g = group.clone();
-        blocking(&t, move |t| {
-            t.state().coordinator.refresh_group(&g)?;
-            // An upload another replica stored is loaded and checked here before it serves.
-            t.load_selected_upload(&g)?;
-            plan(t, &t.state().coordinator, &g)
-        })
-        .await?
+        // The store's watch keeps this replica's groups and uploads current, and the commit's
+        // write is conditional on the group's revision, so the group is planned as held
+        // here. Only a group this replica does not hold yet (or without its topology), or one
+        // selecting an upload not loaded here, is read from the store first, on the pool.
+        let held = {
+            let state = t.lock().await;
+            let c = &state.coordinator;
+            let ready = c.topology(&group).is_some()
+                && c.config(&group).is_ok_and(|config| {
+                    config
+                        .assignor_name
+                        .as_ref()
+                        .is_none_or(|name| c.registry().get(name).is_some())
+                });
+            ready.then(|| plan(&t, c, &group))
+        };
+        match held {
+            Some(planned) => planned?,
+            None => {
+                let g = group.clone();
+                blocking(&t, move |t| {
+                    t.state().coordinator.refresh_group(&g)?;
+                    // An upload another replica stored is loaded and checked here before it
+                    // serves.
+                    t.load_selected_upload(&g)?;
+                    plan(t, &t.state().coordinator, &g)
+                })
+                .await?
+            }
+        }
     } else {
         plan(&t, &t.lock().await.coordinator, &group)?
     };
-    let job = match planned {
+    let mut job = match planned {
         Planned::Run(job) => job,
         Planned::Current(answer, pending) => {
             return pending
@@ -751,6 +771,39 @@ async fn assign(
                 .map_err(ApiError::from);
         }
     };
+    // On a shared store, a replica whose view was behind loses its commit's condition: it
+    // plans again from the group as stored, and computes once more if the target there is
+    // behind too; a second loss answers the stored target.
+    let mut replans = 1;
+    loop {
+        match compute(&s, &t, &group, job, replans > 0).await? {
+            Computed::Answer(answer) => return Ok(answer),
+            Computed::Again(next) => {
+                replans -= 1;
+                job = next;
+            }
+        }
+    }
+}
+
+/// What [`compute`] ended with.
+enum Computed {
+    /// The answer to send.
+    Answer(Response),
+    /// The commit lost to another replica's and the group as stored needs this computation.
+    Again(AssignmentJob),
+}
+
+/// Runs a trigger's job (holding one of the tenant's slots, in an `assignment` span) without
+/// the lock, commits under it, and answers once the commit is durable; on a shared store, a
+/// commit that lost to another replica's, when `may_replan`, plans the group again.
+async fn compute(
+    s: &AppState,
+    t: &Arc<Tenant>,
+    group: &str,
+    job: AssignmentJob,
+    may_replan: bool,
+) -> Result<Computed, ApiError> {
     let assignor = job.assignor_name().to_owned();
     let span = tracing::info_span!(
         "assignment",
@@ -765,14 +818,14 @@ async fn assign(
     // assignments go on meanwhile. The slot bounds calls, which use a core, and is freed
     // before the commit: waiting for a flush does not, and holding the slot through it would
     // cap how many commits can share one flush.
-    let permit = permit(&s, &t.settings()).instrument(span.clone()).await?;
+    let permit = permit(s, &t.settings()).instrument(span.clone()).await?;
     let start = Instant::now();
     let done = match job.run_async().instrument(span.clone()).await {
         Ok(done) => done,
         // A built-in: native code that cannot yield, so on the blocking pool (its panic is
         // caught by `Assignor::assign`).
         Err(job) => {
-            blocking(&t, move |_| Ok(job.run()))
+            blocking(t, move |_| Ok(job.run()))
                 .instrument(span.clone())
                 .await?
         }
@@ -786,39 +839,51 @@ async fn assign(
     // waits for the cluster).
     let quick = outcome.is_ok() || outcome == Err(ErrorKind::Capacity);
     let committed = if quick && !t.shared {
-        commit(&t, &mut t.lock().await.coordinator, done, &group)
+        commit(t, &mut t.lock().await.coordinator, done, group)
+            .map(|(answer, pending)| Planned::Current(answer, pending))
     } else if t.shared {
         // The conditional write's round trip runs without the tenant's lock, so other groups'
         // commits go on meanwhile and the cluster batches them.
-        let g = group.clone();
-        blocking(&t, move |t| {
+        let g = group.to_owned();
+        blocking(t, move |t| {
             let prepared = t.state().coordinator.prepare_commit(done)?;
-            let pending = match prepared {
+            let (pending, lost) = match prepared {
                 Prepared::Write(write) => {
                     let written = write.write()?;
-                    t.state().coordinator.finish_commit(written)?
+                    let lost = written.lost();
+                    (t.state().coordinator.finish_commit(written)?, lost)
                 }
-                Prepared::Done(pending) => pending,
+                Prepared::Done(pending) => (pending, false),
                 _ => return Err(ApiError::internal("unknown commit step")),
             };
             let state = t.state();
-            Ok((target_answer(t, &state.coordinator, &g)?, pending))
+            if lost && may_replan {
+                return plan(t, &state.coordinator, &g);
+            }
+            Ok(Planned::Current(
+                target_answer(t, &state.coordinator, &g)?,
+                pending,
+            ))
         })
         .instrument(span.clone())
         .await
     } else {
-        let g = group.clone();
-        blocking(&t, move |t| commit(t, &mut t.state().coordinator, done, &g))
-            .instrument(span.clone())
-            .await
+        let g = group.to_owned();
+        blocking(t, move |t| {
+            commit(t, &mut t.state().coordinator, done, &g)
+                .map(|(answer, pending)| Planned::Current(answer, pending))
+        })
+        .instrument(span.clone())
+        .await
     };
     // The target is answered only once it is durable.
     let answer = match committed {
-        Ok((answer, pending)) => pending
+        Ok(Planned::Current(answer, pending)) => pending
             .durable()
             .await
-            .map(|()| answer)
+            .map(|()| Computed::Answer(answer))
             .map_err(ApiError::from),
+        Ok(Planned::Run(job)) => Ok(Computed::Again(job)),
         Err(e) => Err(e),
     };
     s.metrics.assignment(&t.name, &assignor, duration, outcome);

@@ -49,11 +49,12 @@
 //!
 //!   With `service.store=etcd://…` the same keys live in an etcd cluster instead
 //!   ([`EtcdStore`]), and `store.redb` is not used. Several replicas may then share the
-//!   cluster: each reads a group again before it plans, changes or answers it, writes it
-//!   conditionally on the revision it read (`SharedStore::put_if`; a replica whose target
-//!   commit loses answers with the winner's), and loads and checks an upload another replica
-//!   stored when a group selects it. Replaced or deleted uploads and changed limits reach a
-//!   replica only when it restarts (no watch yet).
+//!   cluster: each follows the store's watch (see `replication`), which brings what the
+//!   others write (uploads, loaded and checked here before they serve; limits; groups),
+//!   writes a group conditionally on the revision it holds (`SharedStore::put_if`; a replica
+//!   whose target commit loses plans again from the stored group, or answers with the
+//!   winner's target), and reads a group from etcd before a document PUT or `GET
+//!   …/assignment`, and before planning one it does not hold yet.
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
 //!   they have been imported (see [`import`](assignor_coordinator::store::import)).
@@ -87,6 +88,7 @@
 //! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
 //! - `metrics`: the Prometheus metrics.
 //! - `records`: the service's own stored record, a tenant's limit overrides.
+//! - `replication`: on a store replicas share, the watch that brings the others' changes.
 //! - `error`: the error answer and its status/code table.
 
 #![deny(missing_docs)]
@@ -100,6 +102,7 @@ mod error;
 mod metrics;
 mod namespace;
 mod records;
+mod replication;
 mod tenant;
 
 pub use api::TENANT_HEADER;
@@ -256,10 +259,12 @@ impl Service {
             .collect::<Result<Vec<_>, _>>()?;
         // Every tenant now holds what it uses; nothing is loading yet.
         cache.sweep();
+        let metrics = Metrics::new();
+        replication::start(&store, &tenants, metrics.watch())?;
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),
             admin_hash: config.admin_token_sha256,
-            metrics: Metrics::new(),
+            metrics,
             stopping: watch::Sender::new(false),
             tenants,
             cache,

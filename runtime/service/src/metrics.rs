@@ -7,6 +7,7 @@
 //! | `assignor_assignment_fuel` | histogram | `tenant`, `assignor` | fuel of each successful sandboxed computation (built-ins use none) |
 //! | `assignor_assignment_duration_seconds` | histogram | `tenant`, `assignor` | wall time of each computation, failed ones included |
 //! | `assignor_uploads_total` | counter | `tenant`, `outcome` | uploads: `accepted`, or the check that rejected them (`size`, `load`, `name`, `trial`, `policy`) |
+//! | `assignor_watch_events_total` | counter | `event` | on a store replicas share, what the store's watch brought: changes `applied` or `refused` (logged with their key), watches `resumed` after a break, `reset`s (every key read again after a compaction) |
 //!
 //! A computation skipped because its group's target was current, or because a failing
 //! assignor is being backed off, runs nothing and counts nowhere.
@@ -42,6 +43,26 @@ struct FailureLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WatchLabels {
+    event: String,
+}
+
+/// The counter of the store's watch events, for the thread that applies them.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchMetrics(Family<WatchLabels, Counter>);
+
+impl WatchMetrics {
+    /// Counts one `event` (`applied`, `refused`, `resumed`, `reset`).
+    pub(crate) fn count(&self, event: &str) {
+        self.0
+            .get_or_create(&WatchLabels {
+                event: event.to_owned(),
+            })
+            .inc();
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UploadLabels {
     tenant: String,
     outcome: String,
@@ -58,6 +79,7 @@ pub(crate) struct Metrics {
     fuel: HistogramFamily,
     duration: HistogramFamily,
     uploads: Family<UploadLabels, Counter>,
+    watch: WatchMetrics,
 }
 
 /// Fuel buckets: 10 thousand to 10 billion units by factors of ten (a 10-member sticky call
@@ -81,6 +103,12 @@ impl Metrics {
         let fuel: HistogramFamily = Family::new_with_constructor(fuel_histogram);
         let duration: HistogramFamily = Family::new_with_constructor(duration_histogram);
         let uploads = Family::default();
+        let watch = WatchMetrics(Family::default());
+        registry.register(
+            "watch_events",
+            "What the store's watch brought, on a store replicas share",
+            watch.0.clone(),
+        );
         registry.register(
             "assignments",
             "Computations committed as a group's new target assignment",
@@ -113,7 +141,13 @@ impl Metrics {
             fuel,
             duration,
             uploads,
+            watch,
         }
+    }
+
+    /// The watch events' counter.
+    pub(crate) fn watch(&self) -> WatchMetrics {
+        self.watch.clone()
     }
 
     /// Records one computation by `assignor` for `tenant`: its wall time, and its fuel on

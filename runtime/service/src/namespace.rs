@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use assignor_coordinator::store::{
-    Conditional, Revision, SharedStore, Store, StoreError, SyncToken,
+    Conditional, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
 };
 
 /// A [`Store`] confined to the keys under one prefix.
@@ -65,13 +65,18 @@ impl Store for Namespaced {
 
 /// The shared store's conditional operations, confined to the namespace like the rest.
 impl SharedStore for Namespaced {
-    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
-        Ok(self
+    fn load_prefix(&self, prefix: &str) -> Result<Snapshot, StoreError> {
+        let snapshot = self
             .shared_inner()?
-            .load_all_revisions()?
-            .into_iter()
-            .filter_map(|(k, v, r)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v, r)))
-            .collect())
+            .load_prefix(&format!("{}{prefix}", self.prefix))?;
+        Ok(Snapshot {
+            entries: snapshot
+                .entries
+                .into_iter()
+                .filter_map(|(k, v, r)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v, r)))
+                .collect(),
+            at: snapshot.at,
+        })
     }
 
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError> {
@@ -86,6 +91,20 @@ impl SharedStore for Namespaced {
     ) -> Result<Conditional, StoreError> {
         self.shared_inner()?
             .put_if(&format!("{}{key}", self.prefix), value, expected)
+    }
+
+    fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError> {
+        self.shared_inner()?
+            .delete_if(&format!("{}{key}", self.prefix), expected)
+    }
+
+    /// The service watches the whole store once, for every tenant (see `replication`), so
+    /// a namespace has no watch of its own.
+    fn watch(&self, _after: Revision) -> Result<Box<dyn Watch>, StoreError> {
+        Err(StoreError::Backend {
+            backend: format!("{:?}", self.inner),
+            source: "a tenant's namespace is not watched on its own: watch the whole store".into(),
+        })
     }
 }
 

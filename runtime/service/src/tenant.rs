@@ -20,7 +20,7 @@ use assignor_coordinator::Coordinator;
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::json::parse_input;
-use assignor_coordinator::store::Store;
+use assignor_coordinator::store::{Revision, Snapshot, Store};
 use assignor_protocol::{LimitOverrides, UploadReport, UsageReport};
 use assignor_sandbox::ComponentAssignor;
 use assignor_sandbox::Runtime;
@@ -114,10 +114,14 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct Tenant {
     pub(crate) name: String,
-    /// Whether the store is shared with other service replicas (etcd): each group is then
-    /// read again before it is planned, changed or answered, and its writes are conditional
-    /// network round trips, made on the blocking pool.
+    /// Whether the store is shared with other service replicas (etcd): the store's watch
+    /// then keeps the tenant current (see `replication`), a group is read again before a
+    /// document PUT or `GET …/assignment`, and its writes are conditional network round
+    /// trips, made on the blocking pool.
     pub(crate) shared: bool,
+    /// On a shared store, the store's revision the tenant was loaded at: what the replica's
+    /// watch reports up to it is already here.
+    pub(crate) loaded_at: Revision,
     broker: BrokerConfig,
     /// The service's compiled-component cache, shared by every tenant.
     cache: Arc<SharedDir>,
@@ -215,15 +219,15 @@ fn hold_components(cache: &Arc<SharedDir>, registry: &Registry) -> Vec<CacheRef>
         .collect()
 }
 
-/// The broker's registry plus every upload among `entries` (the tenant's store), loaded on
-/// `runtime`, each holding its entry in `cache`; an upload that does not load (or whose
-/// `name()` changed) is returned as (its name, why).
-fn load_registry(
+/// The broker's registry plus every upload among `entries` (the tenant's keys and values),
+/// loaded on `runtime`, each holding its entry in `cache`; an upload that does not load (or
+/// whose `name()` changed) is returned as (its name, why).
+fn load_registry<'a>(
     runtime: &Runtime,
     cache: &Arc<SharedDir>,
     broker: &BrokerConfig,
     registry: Registry,
-    entries: &[(String, Vec<u8>)],
+    entries: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<(Registry, BTreeMap<String, Upload>), (String, String)> {
     let mut registry = registry;
     let mut uploads = BTreeMap::new();
@@ -273,11 +277,22 @@ impl Tenant {
             source,
         };
         let store: Arc<dyn Store> = Arc::new(Namespaced::tenant(store, &tenant));
-        let entries = store
-            .load_all()
-            .map_err(|e| store_error("its records cannot be read", e.into()))?;
-        let overrides: LimitOverrides = match entries.iter().find(|(k, _)| k == LIMITS_KEY) {
-            Some((_, bytes)) => LimitsRecord::decode(bytes)
+        // One read of the tenant's keys (on a shared store, a scan of its prefix, whose
+        // revision the replica's watch starts after).
+        let snapshot = match store.shared() {
+            Some(shared) => shared.load_prefix(""),
+            None => store.load_all().map(|entries| Snapshot {
+                entries: entries
+                    .into_iter()
+                    .map(|(k, v)| (k, v, Revision::ABSENT))
+                    .collect(),
+                at: Revision::ABSENT,
+            }),
+        }
+        .map_err(|e| store_error("its records cannot be read", e.into()))?;
+        let entries = &snapshot.entries;
+        let overrides: LimitOverrides = match entries.iter().find(|(k, _, _)| k == LIMITS_KEY) {
+            Some((_, bytes, _)) => LimitsRecord::decode(bytes)
                 .map_err(|e| store_error("its stored limits cannot be read", e.into()))?,
             None => LimitOverrides::default(),
         };
@@ -300,7 +315,8 @@ impl Tenant {
             .map(|s| (*s).to_owned())
             .chain(registry.names().map(str::to_owned))
             .collect();
-        let (registry, uploads) = load_registry(&runtime, cache, broker, registry, &entries)
+        let stored = entries.iter().map(|(k, v, _)| (k.as_str(), v.as_slice()));
+        let (registry, uploads) = load_registry(&runtime, cache, broker, registry, stored)
             .map_err(|(assignor, message)| StartError::Upload {
                 tenant: tenant.clone(),
                 assignor,
@@ -309,13 +325,14 @@ impl Tenant {
         for name in uploads.keys() {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
-        let coordinator = Coordinator::open(registry, broker, store.clone())
+        let coordinator = Coordinator::open_from(registry, broker, store.clone(), entries)
             .map_err(|e| store_error("its groups cannot be opened", e.into()))?
             .with_state_limits(limits.state_limits());
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
             shared: store.shared().is_some(),
+            loaded_at: snapshot.at,
             broker: broker.clone(),
             cache: cache.clone(),
             configured: config.limits.clone(),
@@ -366,6 +383,16 @@ impl Tenant {
     /// reloaded under them (one that no longer loads refuses the change, named), the
     /// overrides are stored, and only then do new calls see them.
     pub(crate) fn set_limits(&self, overrides: LimitOverrides) -> Result<Arc<Settings>, ApiError> {
+        self.change_limits(overrides, true)
+    }
+
+    /// [`set_limits`](Self::set_limits), storing the overrides when `store` (not when another
+    /// replica stored them).
+    fn change_limits(
+        &self,
+        overrides: LimitOverrides,
+        store: bool,
+    ) -> Result<Arc<Settings>, ApiError> {
         let limits = self
             .configured
             .with_overrides(&overrides)
@@ -384,13 +411,16 @@ impl Tenant {
         })?;
         let broker_cached = hold_components(&self.cache, &registry);
         let mut state = self.state();
-        let entries = self.store.load_all().map_err(|e| {
-            ApiError::internal(format!(
-                "reading the tenant's uploads failed, nothing changed: {e}"
-            ))
-        })?;
+        // The uploads as this replica holds them (each as stored: a change another replica
+        // makes reaches this one through the watch).
+        let keys: Vec<(String, Bytes)> = state
+            .uploads
+            .iter()
+            .map(|(name, u)| (format!("{ASSIGNOR_KEY_PREFIX}{name}"), u.component.clone()))
+            .collect();
+        let stored = keys.iter().map(|(k, v)| (k.as_str(), v.as_ref()));
         let (registry, uploads) =
-            load_registry(&runtime, &self.cache, &self.broker, registry, &entries).map_err(
+            load_registry(&runtime, &self.cache, &self.broker, registry, stored).map_err(
                 |(assignor, message)| {
                     ApiError::new(
                         StatusCode::CONFLICT,
@@ -403,15 +433,17 @@ impl Tenant {
                     .with("assignor", assignor)
                 },
             )?;
-        let stored = if overrides == LimitOverrides::default() {
-            self.store.delete(LIMITS_KEY)
-        } else {
-            self.store
-                .put(LIMITS_KEY, &LimitsRecord::encode(&overrides))
-        };
-        stored.map_err(|e| {
-            ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
-        })?;
+        if store {
+            let stored = if overrides == LimitOverrides::default() {
+                self.store.delete(LIMITS_KEY)
+            } else {
+                self.store
+                    .put(LIMITS_KEY, &LimitsRecord::encode(&overrides))
+            };
+            stored.map_err(|e| {
+                ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
+            })?;
+        }
         *state.coordinator.registry_mut() = registry;
         state.coordinator.set_state_limits(limits.state_limits());
         state.uploads = uploads;
@@ -609,23 +641,18 @@ impl Tenant {
         let Some((bytes, _)) = stored else {
             return Ok(false);
         };
-        let settings = self.settings();
-        let checked = Self::size_passed(settings.limits.max_component_bytes, bytes.len());
-        let loaded = self.load_upload(&settings, checked, &name, &bytes);
-        let checked = loaded
-            .and_then(|loaded| self.check_loaded(&settings, loaded, &name, bytes.len()))
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::CONFLICT,
-                    "POLICY_VIOLATION",
-                    format!(
-                        "group `{group}` selects upload `{name}`, stored by another replica, \
+        let checked = self.check_stored(&name, &bytes).map_err(|e| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "POLICY_VIOLATION",
+                format!(
+                    "group `{group}` selects upload `{name}`, stored by another replica, \
                          which does not pass this replica's checks: {}",
-                        e.message
-                    ),
-                )
-                .with("assignor", name.clone())
-            })?;
+                    e.message
+                ),
+            )
+            .with("assignor", name.clone())
+        })?;
         let mut state = self.state();
         if state.uploads.contains_key(&name) {
             // Loaded meanwhile by another request of this replica.
@@ -634,6 +661,129 @@ impl Tenant {
         tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
         state.make_selectable(&name, Bytes::from(bytes), checked);
         Ok(true)
+    }
+
+    /// An upload another replica stored, loaded and checked here exactly as an upload is
+    /// (size, load, `name()`, trial assignment, under this tenant's limits), before this
+    /// replica serves it.
+    fn check_stored(&self, name: &str, bytes: &[u8]) -> Result<CheckedUpload, ApiError> {
+        let settings = self.settings();
+        let max = settings.limits.max_component_bytes;
+        if bytes.len() > max {
+            return Err(Self::oversized(&self.name, max, Some(bytes.len() as u64)));
+        }
+        let checked = Self::size_passed(max, bytes.len());
+        let loaded = self.load_upload(&settings, checked, name, bytes)?;
+        self.check_loaded(&settings, loaded, name, bytes.len())
+    }
+
+    /// Applies a change of one of the tenant's keys (`key` inside its namespace) that the
+    /// store's watch reported, made by another replica (or this one: then it is here already
+    /// and changes nothing): `value` is the key's new value (`None`: deleted) at `revision`.
+    /// An upload is loaded and checked here before it is served, and one that fails is no
+    /// longer served; limits are applied as an admin's change is, without storing them again.
+    /// `Err` says why the change is refused (a record that does not decode, an upload that
+    /// fails its checks, limits under which an upload does not load); what it refuses is left
+    /// as it was, except a failed upload, whose older version is not served either.
+    pub(crate) fn apply_change(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+        revision: Revision,
+    ) -> Result<(), String> {
+        if key == LIMITS_KEY {
+            let overrides = match value {
+                None => LimitOverrides::default(),
+                Some(bytes) => LimitsRecord::decode(bytes)
+                    .map_err(|e| format!("the limits record does not decode: {e}"))?,
+            };
+            if overrides == self.settings().overrides {
+                return Ok(());
+            }
+            self.change_limits(overrides, false)
+                .map_err(|e| format!("the stored limits are not applied here: {}", e.message))?;
+            tracing::info!(tenant = %self.name, "applied limits another replica stored");
+            return Ok(());
+        }
+        if let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) {
+            let Some(bytes) = value else {
+                let mut state = self.state();
+                if state.uploads.remove(name).is_some() {
+                    state.coordinator.registry_mut().remove(name);
+                    tracing::info!(tenant = %self.name, assignor = %name, "an upload another replica deleted is no longer served");
+                }
+                return Ok(());
+            };
+            let current = self
+                .state()
+                .uploads
+                .get(name)
+                .is_some_and(|u| u.component.as_ref() == bytes);
+            if current {
+                return Ok(());
+            }
+            // Compiles and runs a trial: without the tenant's lock.
+            let checked = match self.check_stored(name, bytes) {
+                Ok(checked) => checked,
+                Err(e) => {
+                    let mut state = self.state();
+                    if state.uploads.remove(name).is_some() {
+                        state.coordinator.registry_mut().remove(name);
+                    }
+                    return Err(format!(
+                        "upload `{name}` does not pass this replica's checks and is not served \
+                         here: {}",
+                        e.message
+                    ));
+                }
+            };
+            self.state()
+                .make_selectable(name, Bytes::copy_from_slice(bytes), checked);
+            tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
+            return Ok(());
+        }
+        self.state()
+            .coordinator
+            .apply_stored(key, value, revision)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Applies a full read of the store at `at` (the watch's reset, after etcd compacted the
+    /// history it needed): `entries` are the tenant's keys now; those this replica holds that
+    /// are not among them are gone. Returns the refusals, each with its key.
+    pub(crate) fn apply_reset(
+        &self,
+        entries: &[(String, Vec<u8>, Revision)],
+        at: Revision,
+    ) -> Vec<(String, String)> {
+        let mut refused = Vec::new();
+        let held: Vec<String> = {
+            let state = self.state();
+            let mut held = state.coordinator.stored_keys();
+            held.extend(
+                state
+                    .uploads
+                    .keys()
+                    .map(|n| format!("{ASSIGNOR_KEY_PREFIX}{n}")),
+            );
+            held.push(LIMITS_KEY.to_owned());
+            held
+        };
+        for key in held {
+            if entries
+                .binary_search_by(|(k, _, _)| k.as_str().cmp(&key))
+                .is_err()
+                && let Err(why) = self.apply_change(&key, None, at)
+            {
+                refused.push((key, why));
+            }
+        }
+        for (key, value, revision) in entries {
+            if let Err(why) = self.apply_change(key, Some(value), *revision) {
+                refused.push((key.clone(), why));
+            }
+        }
+        refused
     }
 
     /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):

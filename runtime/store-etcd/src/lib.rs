@@ -30,6 +30,17 @@
 //! coordinator changes its memory only once a write is queued), and those that were queued
 //! before the failure land in their order, so etcd again matches what the service holds.
 //!
+//! Conditional writes ([`SharedStore::put_if`]) are not queued behind the others' order: a
+//! conditional writer task takes every one waiting (up to half [`EtcdLimits::max_txn_ops`],
+//! of distinct keys, within [`EtcdLimits::max_txn_bytes`]; two transactions in flight) into
+//! one transaction carrying all their compares. etcd applies such a transaction whole or not
+//! at all and does not say which compare failed, so when one fails, its writes are made again
+//! one by one, each answered written or in conflict. A large value's conditional write goes
+//! alone (its chunks first).
+//!
+//! The store's changes are watched ([`SharedStore::watch`]) by one etcd watch over the
+//! manifests and inline values (see `watch`).
+//!
 //! # Layout
 //!
 //! Under a prefix (default [`DEFAULT_PREFIX`]), per key of the store:
@@ -58,6 +69,7 @@
 //!
 //! - `value`: the inline record and manifest formats and their checks.
 //! - `writer`: the client thread: the write queue, transactions, retries, the sweep, reads.
+//! - `watch`: the watch of every key, on the client thread, resumed when it breaks.
 //! - [`testing`] (feature `testing`): an etcd cluster of child processes for tests.
 
 #![deny(missing_docs)]
@@ -69,12 +81,15 @@ use std::time::Duration;
 
 use assignor_coordinator::store::queue::{Done, Refusal, Write};
 use assignor_coordinator::store::{
-    Conditional, Revision, SharedStore, Store, StoreError, SyncToken,
+    Conditional, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
 };
+
+use crate::writer::Selection;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod value;
+mod watch;
 mod writer;
 
 /// The prefix of every key the store writes, unless [`EtcdStore::open_with`] is given another.
@@ -187,7 +202,7 @@ impl EtcdLimits {
 
     /// How long one try of a request may take within its deadline: a quarter of
     /// [`request_timeout`](Self::request_timeout), at least 250 ms.
-    fn try_for(&self) -> Duration {
+    pub(crate) fn try_for(&self) -> Duration {
         (self.request_timeout / 4).max(Duration::from_millis(250))
     }
 
@@ -332,7 +347,8 @@ impl Store for EtcdStore {
         self.sync(self.shared.queue.last_written())?;
         Ok(self
             .shared
-            .read(None)?
+            .read(Selection::Prefix(String::new()))?
+            .entries
             .into_iter()
             .map(|(key, value, _)| (key, value))
             .collect())
@@ -365,16 +381,17 @@ impl Store for EtcdStore {
 
 /// Each call first waits for every write queued before it, so it is ordered after them.
 impl SharedStore for EtcdStore {
-    fn load_all_revisions(&self) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+    fn load_prefix(&self, prefix: &str) -> Result<Snapshot, StoreError> {
         self.sync(self.shared.queue.last_written())?;
-        self.shared.read(None)
+        self.shared.read(Selection::Prefix(prefix.to_owned()))
     }
 
     fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Revision)>, StoreError> {
         self.sync(self.shared.queue.last_written())?;
         Ok(self
             .shared
-            .read(Some(key.to_owned()))?
+            .read(Selection::Key(key.to_owned()))?
+            .entries
             .pop()
             .map(|(_, value, revision)| (value, revision)))
     }
@@ -387,7 +404,17 @@ impl SharedStore for EtcdStore {
     ) -> Result<Conditional, StoreError> {
         self.check(key, Some(value))?;
         self.sync(self.shared.queue.last_written())?;
-        self.shared.put_if(key, value, expected)
+        self.shared.put_if(key, Some(value), expected)
+    }
+
+    fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError> {
+        self.check(key, None)?;
+        self.sync(self.shared.queue.last_written())?;
+        self.shared.put_if(key, None, expected)
+    }
+
+    fn watch(&self, after: Revision) -> Result<Box<dyn Watch>, StoreError> {
+        Ok(Box::new(watch::start(&self.shared, after)))
     }
 }
 
@@ -452,6 +479,9 @@ impl fmt::Debug for EtcdStore {
 mod tests {
     use std::sync::mpsc;
 
+    use std::collections::HashSet;
+
+    use assignor_coordinator::store::{Change, WatchEvent};
     use etcd_client::GetOptions;
 
     use super::*;
@@ -649,12 +679,208 @@ mod tests {
             ));
         }
         assert_eq!(b.get("tenant/t/group/none").unwrap(), None);
-        let all = a.load_all_revisions().unwrap();
+        let all = a.load_prefix("").unwrap().entries;
         assert_eq!(all.len(), 2);
         assert!(
             all.iter()
                 .all(|(k, _, r)| a.get(k).unwrap().unwrap().1 == *r)
         );
+    }
+
+    /// Conditional puts waiting together share a transaction and are each answered as if made
+    /// alone: two puts from "absent" per key (queued at once, so the writer's batches are
+    /// known: one put per key in each, as a transaction names a key once) give one winner per
+    /// key, the loser told the winner's revision; fresh keys queued with the losers (a batch
+    /// whose stale conditions make etcd apply none of it) are written one by one; and the
+    /// winners of a batch share its revision. Made with `put_if`, from threads, the shape of
+    /// the batches would depend on timing.
+    #[test]
+    fn queued_conditional_puts_share_transactions_and_answer_each() {
+        const KEYS: usize = 12;
+        const FRESH: usize = 4;
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let writes: Vec<(String, String)> = (0..2 * KEYS)
+            .map(|i| {
+                (
+                    format!("tenant/t/group/g{}", i % KEYS),
+                    format!("writer {i}"),
+                )
+            })
+            .chain((0..FRESH).map(|i| (format!("tenant/t/group/h{i}"), format!("fresh {i}"))))
+            .collect();
+        let mut answers = Vec::new();
+        {
+            let mut waiting = store.shared.conditionals.lock().unwrap();
+            for (key, value) in &writes {
+                let (answer, rx) = mpsc::sync_channel(1);
+                waiting.push(writer::ConditionalWrite {
+                    key: key.clone(),
+                    value: Some(value.clone().into_bytes()),
+                    expected: Revision::ABSENT,
+                    answer,
+                });
+                answers.push(rx);
+            }
+        }
+        store.shared.conditional_work.notify_one();
+        let outcomes: Vec<Conditional> = answers
+            .iter()
+            .map(|rx| rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap())
+            .collect();
+        let stored: std::collections::BTreeMap<String, (Vec<u8>, Revision)> = store
+            .load_prefix("")
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|(k, v, r)| (k, (v, r)))
+            .collect();
+        assert_eq!(stored.len(), KEYS + FRESH);
+        let mut winning_revisions = HashSet::new();
+        let mut winners = 0;
+        for ((key, value), outcome) in writes.iter().zip(&outcomes) {
+            let (held, revision) = &stored[key];
+            match outcome {
+                Conditional::Written(written) => {
+                    assert!(held == value.as_bytes() && written == revision, "{key}");
+                    winning_revisions.insert(*written);
+                    winners += 1;
+                }
+                Conditional::Conflict(now) => assert_eq!(now, revision, "{key}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(winners, KEYS + FRESH, "one winner per key");
+        // One batch's winners share a revision; the others were written one by one.
+        assert!(
+            winning_revisions.len() <= 1 + FRESH,
+            "{winners} winners in {} transactions",
+            winning_revisions.len()
+        );
+    }
+
+    /// The events of `watch`, forwarded from a thread (`Watch::next` blocks), so that a test
+    /// can wait for them with a deadline.
+    fn forward(mut watch: Box<dyn Watch>) -> mpsc::Receiver<WatchEvent> {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            while let Some(event) = watch.next() {
+                if tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+
+    /// The next change from `events`, counting resumptions on the way; at most 20 s.
+    fn next_change(
+        events: &mpsc::Receiver<WatchEvent>,
+        resumed: &std::cell::Cell<usize>,
+    ) -> Change {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut pending = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match events.recv_timeout(left).expect("a change within 20 s") {
+                WatchEvent::Changes(changes) => pending.extend(changes),
+                WatchEvent::Resumed(_) => resumed.set(resumed.get() + 1),
+                other => panic!("unexpected {other:?}"),
+            }
+            if !pending.is_empty() {
+                assert_eq!(pending.len(), 1, "one change at a time: {pending:?}");
+                return pending.remove(0);
+            }
+        }
+    }
+
+    /// A watch from a snapshot's revision reports each later change another store makes, in
+    /// order and once: an inline put, a chunked one, a switch from chunked to inline (one
+    /// change, the write), a delete; a damaged record is reported unreadable naming its key,
+    /// and the changes after it still come; SIGKILL of each member in turn (the watch's among
+    /// them) misses nothing; a watch from a compacted revision reads every key again.
+    #[test]
+    fn watch_reports_every_change_once_through_breaks_and_compaction() {
+        let mut cluster = Cluster::start(3).unwrap();
+        let a = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let b = EtcdStore::open(&cluster.endpoints()).unwrap();
+        a.put("tenant/t/group/old", b"before").unwrap();
+        let snapshot = b.shared().unwrap().load_prefix("tenant/").unwrap();
+        assert_eq!(snapshot.entries.len(), 1);
+        let events = forward(b.shared().unwrap().watch(snapshot.at).unwrap());
+        let resumed = std::cell::Cell::new(0);
+        let expect = |key: &str, value: Option<&[u8]>| {
+            let change = next_change(&events, &resumed);
+            assert_eq!(change.key, key);
+            assert!(change.revision > snapshot.at);
+            assert!(
+                change.value.as_ref().unwrap().as_deref() == value,
+                "{key}: {:?}",
+                change.value.as_ref().map(|v| v.as_ref().map(Vec::len))
+            );
+        };
+        let large = big(3 << 20, 5);
+        a.put("tenant/t/group/g", b"one").unwrap();
+        expect("tenant/t/group/g", Some(b"one"));
+        a.put("tenant/t/assignor/big", &large).unwrap();
+        expect("tenant/t/assignor/big", Some(&large));
+        a.put("tenant/t/assignor/big", b"small now").unwrap();
+        expect("tenant/t/assignor/big", Some(b"small now"));
+        a.delete("tenant/t/group/old").unwrap();
+        expect("tenant/t/group/old", None);
+
+        cluster
+            .put("assignor/v/tenant/t/group/bad", b"garbage")
+            .unwrap();
+        let bad = next_change(&events, &resumed);
+        assert_eq!(bad.key, "tenant/t/group/bad");
+        let why = bad.value.unwrap_err();
+        assert!(why.contains("assignor/v/tenant/t/group/bad"), "{why}");
+        a.delete("tenant/t/group/bad").unwrap();
+        expect("tenant/t/group/bad", None);
+
+        for i in 0..3 {
+            cluster.kill(i);
+            let key = format!("tenant/t/group/k{i}");
+            a.put(&key, key.as_bytes()).unwrap();
+            expect(&key, Some(key.as_bytes()));
+            cluster.restart(i).unwrap();
+            cluster.wait_member(i).unwrap();
+        }
+        assert!(
+            resumed.get() >= 1,
+            "the watch's own member was killed: it resumed"
+        );
+
+        cluster.compact().unwrap();
+        let rx = forward(b.shared().unwrap().watch(snapshot.at).unwrap());
+        // A resumption may come first: the client's connection to a member restarted above
+        // is made again lazily.
+        let next = || loop {
+            match rx.recv_timeout(Duration::from_secs(20)).unwrap() {
+                WatchEvent::Resumed(_) => continue,
+                event => return event,
+            }
+        };
+        let event = next();
+        let WatchEvent::Reset(reset) = event else {
+            panic!("a watch from a compacted revision starts with a reset, not {event:?}");
+        };
+        let now = a.load_all().unwrap();
+        assert_eq!(
+            reset
+                .entries
+                .into_iter()
+                .map(|(k, v, _)| (k, v))
+                .collect::<Vec<_>>(),
+            now
+        );
+        a.put("tenant/t/group/later", b"l").unwrap();
+        let event = next();
+        let WatchEvent::Changes(changes) = event else {
+            panic!("changes follow the reset, not {event:?}");
+        };
+        assert_eq!(changes[0].key, "tenant/t/group/later");
     }
 
     /// Good URLs give one http endpoint per member; each kind of bad URL is refused naming

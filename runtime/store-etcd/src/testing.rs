@@ -274,26 +274,57 @@ impl Cluster {
     /// created: the write history tests check (e.g. one target commit per group epoch).
     /// Bounded by 10 s.
     pub fn versions(&self, prefix: &str) -> Result<Vec<(String, i64)>, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime: {e}"))?;
-        let read = async {
-            let mut client = etcd_client::Client::connect(self.endpoints(), None).await?;
-            let options = etcd_client::GetOptions::new()
-                .with_prefix()
-                .with_keys_only();
-            client.get(prefix, Some(options)).await
-        };
-        let response = runtime
-            .block_on(async { tokio::time::timeout(Duration::from_secs(10), read).await })
-            .map_err(|_| "the cluster did not answer within 10 s".to_owned())?
-            .map_err(|e| format!("reading {prefix:?}: {e}"))?;
+        let options = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_keys_only();
+        let response =
+            self.with_client(async |mut client| client.get(prefix, Some(options)).await)?;
         Ok(response
             .kvs()
             .iter()
             .map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.version()))
             .collect())
+    }
+
+    /// Writes `value` under the etcd key `key` as is, past any store: what a test makes a
+    /// damaged record with. Bounded by 10 s.
+    pub fn put(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.with_client(async |mut client| client.put(key, value, None).await.map(drop))
+    }
+
+    /// Compacts the cluster's history up to its current revision, so that a watch from an
+    /// older revision is refused. Bounded by 10 s.
+    pub fn compact(&self) -> Result<(), String> {
+        self.with_client(async |mut client| {
+            let revision = client
+                .get("compact-probe", None)
+                .await?
+                .header()
+                .map_or(0, |h| h.revision());
+            let options = etcd_client::CompactionOptions::new().with_physical();
+            client.compact(revision, Some(options)).await.map(drop)
+        })
+    }
+
+    /// Runs `request` with a client of the cluster on a runtime of its own, within 10 s.
+    fn with_client<T>(
+        &self,
+        request: impl AsyncFnOnce(etcd_client::Client) -> Result<T, etcd_client::Error>,
+    ) -> Result<T, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        let endpoints = self.endpoints();
+        let done = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                let client = etcd_client::Client::connect(endpoints, None).await?;
+                request(client).await
+            })
+            .await
+        });
+        done.map_err(|_| "the cluster did not answer within 10 s".to_owned())?
+            .map_err(|e| format!("the cluster refused the request: {e}"))
     }
 }
 

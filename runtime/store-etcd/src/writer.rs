@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp,
-    TxnOpResponse,
+    TxnOpResponse, WatchClient,
 };
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use assignor_coordinator::store::queue::{GroupCommitQueue, OnFailure, Receipt, Write};
-use assignor_coordinator::store::{Conditional, Revision, StoreError};
+use assignor_coordinator::store::{Conditional, Revision, Snapshot, StoreError};
 
 use crate::EtcdLimits;
 use crate::value::{self, Manifest};
@@ -28,31 +28,39 @@ const VALUE_PAGE: i64 = 16;
 /// Keys per page when reading manifests or chunk keys (small).
 const KEY_PAGE: i64 = 1024;
 /// The largest response the client decodes: a page of inline values with room to spare.
-const MAX_RESPONSE_BYTES: usize = 32 << 20;
+pub(crate) const MAX_RESPONSE_BYTES: usize = 32 << 20;
 /// What one write adds to a transaction besides its key and value: two operations' framing,
 /// the inline record's tag and hash (generous: protobuf's own framing is a few bytes).
 const TXN_OP_OVERHEAD: usize = 64;
 /// Tries of a large value's manifest whose chunks a concurrent sweep removed meanwhile.
 const MANIFEST_TRIES: usize = 3;
 /// Pause between two tries of a failed request within its deadline.
-const RETRY_PAUSE: Duration = Duration::from_millis(50);
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// The longest pause between two tries of a transaction once the cluster is deemed down.
-const MAX_OUTAGE_PAUSE: Duration = Duration::from_secs(1);
+pub(crate) const MAX_OUTAGE_PAUSE: Duration = Duration::from_secs(1);
 
 /// What the store's handle shares with its client thread.
 pub(crate) struct Shared {
     /// `etcd` and the endpoints: the backend named in every error.
     pub(crate) name: String,
     pub(crate) limits: EtcdLimits,
-    prefix: String,
+    pub(crate) prefix: String,
     /// The writes waiting for the writer task; it refuses writes while the cluster does not
     /// commit, and recovers once it does.
     pub(crate) queue: GroupCommitQueue,
     /// Notified by the queue when a write is queued or the store is dropped.
     work: Arc<Notify>,
     /// The client thread's runtime, where reads are spawned.
-    runtime: tokio::runtime::Handle,
+    pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) kv: KvClient,
+    /// For [`watch`](crate::watch): one stream per watch.
+    pub(crate) watch_client: WatchClient,
+    /// Conditional writes waiting for the conditional writer, which joins them into
+    /// transactions. Each caller waits for its answer, so there are at most as many as
+    /// threads calling `put_if` (the service's bounded blocking pool).
+    pub(crate) conditionals: std::sync::Mutex<Vec<ConditionalWrite>>,
+    /// Notified when a conditional write is added.
+    pub(crate) conditional_work: Notify,
     /// Test hook: when set, the writer reports that a large value's chunks are written, then
     /// waits to be released before writing its manifest (a writer stopped between the two).
     #[cfg(test)]
@@ -119,6 +127,7 @@ pub(crate) fn start(
             match opened {
                 Ok(shared) => {
                     let _ = ready_tx.send(Ok(Arc::clone(&shared)));
+                    runtime.spawn(run_conditionals(Arc::clone(&shared)));
                     runtime.block_on(run(shared));
                 }
                 Err(e) => {
@@ -185,6 +194,11 @@ async fn connect(
         work,
         runtime,
         kv,
+        watch_client: client
+            .watch_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES),
+        conditionals: std::sync::Mutex::new(Vec::new()),
+        conditional_work: Notify::new(),
         #[cfg(test)]
         hold: std::sync::Mutex::new(None),
     });
@@ -286,6 +300,42 @@ async fn run(shared: Arc<Shared>) {
         if swept && let Err(e) = shared.sweep().await {
             tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
         }
+    }
+}
+
+/// Conditional transactions in flight at once: while they are, new conditional writes gather
+/// for the next.
+const CONDITIONAL_BATCHES: usize = 2;
+
+/// A `put_if` waiting for the conditional writer.
+pub(crate) struct ConditionalWrite {
+    pub(crate) key: String,
+    /// `None` deletes the key.
+    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) expected: Revision,
+    pub(crate) answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
+}
+
+/// The conditional writer: takes the conditional writes waiting, as many as one transaction
+/// holds, and commits them together (at most [`CONDITIONAL_BATCHES`] transactions in flight),
+/// until the client thread's runtime stops.
+async fn run_conditionals(shared: Arc<Shared>) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(CONDITIONAL_BATCHES));
+    loop {
+        let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+            return;
+        };
+        let batch = shared.take_conditionals();
+        if batch.is_empty() {
+            drop(permit);
+            shared.conditional_work.notified().await;
+            continue;
+        }
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            shared.commit_conditionals(batch).await;
+            drop(permit);
+        });
     }
 }
 
@@ -577,58 +627,175 @@ impl Shared {
         Ok((out, revision.unwrap_or(0)))
     }
 
-    /// Every key (or only `only`) with its value and revision, checked, at one revision: the
-    /// inline values and the manifests with their chunks. Runs on the client thread; the
+    /// The keys `selection` names with their values and revisions, checked, at one revision:
+    /// the inline values and the manifests with their chunks. Runs on the client thread; the
     /// caller waits for its answer.
-    pub(crate) fn read(
-        self: &Arc<Self>,
-        only: Option<String>,
-    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+    pub(crate) fn read(self: &Arc<Self>, selection: Selection) -> Result<Snapshot, StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         let shared = Arc::clone(self);
         self.runtime.spawn(async move {
-            let _ = tx.send(shared.load(only.as_deref()).await);
+            let _ = tx.send(shared.load(&selection).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
     }
 
-    /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if) on the
-    /// client thread; the caller waits for its answer.
+    /// [`SharedStore::put_if`](assignor_coordinator::store::SharedStore::put_if): queued for
+    /// the conditional writer on the client thread; the caller waits for its answer.
+    /// A `value` of `None` deletes the key (`SharedStore::delete_if`).
     pub(crate) fn put_if(
         self: &Arc<Self>,
         key: &str,
-        value: &[u8],
+        value: Option<&[u8]>,
         expected: Revision,
     ) -> Result<Conditional, StoreError> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let shared = Arc::clone(self);
-        let (key, value) = (key.to_owned(), value.to_vec());
-        self.runtime.spawn(async move {
-            let deadline = Instant::now() + shared.limits.request_timeout;
-            let outcome = shared.conditional(&key, &value, expected, deadline).await;
-            let answer = match outcome {
-                Ok((conditional, swept)) => {
-                    if swept && let Err(e) = shared.sweep().await {
-                        tracing::warn!(backend = %shared.name, error = %e, "could not remove unreferenced chunks");
-                    }
-                    Ok(conditional)
-                }
-                Err(why) => Err(StoreError::Backend {
-                    backend: shared.name.clone(),
-                    source: format!(
-                        "a conditional write of {key:?} did not commit within {} ms ({why}); \
-                         it may or may not have landed: read the key again; check that a \
-                         majority of the etcd members (a quorum) are running and reachable",
-                        shared.limits.request_timeout.as_millis()
-                    )
-                    .into(),
-                }),
-            };
-            let _ = tx.send(answer);
-        });
+        let (answer, rx) = mpsc::sync_channel(1);
+        self.conditionals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(ConditionalWrite {
+                key: key.to_owned(),
+                value: value.map(<[u8]>::to_vec),
+                expected,
+                answer,
+            });
+        self.conditional_work.notify_one();
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the write".into())))
+    }
+
+    /// The conditional writes for the next transaction, in the order they came: one large
+    /// value alone, or small ones of distinct keys (etcd refuses a transaction naming a key
+    /// twice) within the transaction's operation and byte limits; the others wait.
+    fn take_conditionals(&self) -> Vec<ConditionalWrite> {
+        let limits = &self.limits;
+        let mut waiting = self
+            .conditionals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (mut taken, mut left) = (Vec::new(), Vec::new());
+        let (mut keys, mut bytes, mut alone) = (HashSet::new(), 0, false);
+        for write in waiting.drain(..) {
+            let len = write.value.as_ref().map_or(0, Vec::len);
+            let large = len > limits.chunk_bytes;
+            // Two compares and two operations per write (its form, the other form).
+            let sent = len + 4 * (self.prefix.len() + write.key.len()) + TXN_OP_OVERHEAD;
+            let joins = taken.is_empty()
+                || (!alone
+                    && !large
+                    && (taken.len() + 1) * 2 <= limits.max_txn_ops
+                    && bytes + sent <= limits.max_txn_bytes
+                    && !keys.contains(&write.key));
+            if joins {
+                alone |= large;
+                keys.insert(write.key.clone());
+                bytes += sent;
+                taken.push(write);
+            } else {
+                left.push(write);
+            }
+        }
+        *waiting = left;
+        taken
+    }
+
+    /// Commits `batch` in one transaction whose compares are all its writes'; when one fails
+    /// (etcd then applies none, and does not say which), each write is made alone, which
+    /// answers it written or in conflict. A batch of one is made alone at once.
+    async fn commit_conditionals(&self, batch: Vec<ConditionalWrite>) {
+        let deadline = Instant::now() + self.limits.request_timeout;
+        if let [write] = batch.as_slice() {
+            let outcome = self
+                .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
+                .await;
+            return self.answer_conditional(write, outcome).await;
+        }
+        let mut compares = Vec::with_capacity(batch.len() * 2);
+        let mut ops = Vec::with_capacity(batch.len() * 2);
+        for write in &batch {
+            let (inline_key, manifest_key) = (
+                self.key(&format!("v/{}", write.key)),
+                self.key(&format!("m/{}", write.key)),
+            );
+            compares.extend(expected_compares(
+                &inline_key,
+                &manifest_key,
+                write.expected,
+            ));
+            ops.push(match &write.value {
+                Some(value) => TxnOp::put(inline_key, value::encode_inline(value), None),
+                None => TxnOp::delete(inline_key, None),
+            });
+            ops.push(TxnOp::delete(manifest_key, None));
+        }
+        let committed = retry_until(deadline, self.limits.try_for(), || {
+            let mut kv = self.kv.clone();
+            let txn = Txn::new().when(compares.clone()).and_then(ops.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await;
+        match committed {
+            Ok(response) if response.succeeded() => {
+                let revision = response.header().map_or(0, |h| h.revision());
+                // Every second operation deletes a key's manifest.
+                let swept = response
+                    .op_responses()
+                    .iter()
+                    .skip(1)
+                    .step_by(2)
+                    .any(deleted_manifest);
+                for (i, write) in batch.iter().enumerate() {
+                    let written = Conditional::Written(encode_revision(revision, false));
+                    // One sweep, after the last answer's transaction.
+                    let swept = swept && i + 1 == batch.len();
+                    self.answer_conditional(write, Ok((written, swept))).await;
+                }
+            }
+            Ok(_) => {
+                tracing::debug!(backend = %self.name, writes = batch.len(), "a conditional batch found a revision moved: writing each alone");
+                for write in &batch {
+                    let deadline = Instant::now() + self.limits.request_timeout;
+                    let outcome = self
+                        .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
+                        .await;
+                    self.answer_conditional(write, outcome).await;
+                }
+            }
+            Err(why) => {
+                for write in &batch {
+                    self.answer_conditional(write, Err(why.clone())).await;
+                }
+            }
+        }
+    }
+
+    /// Answers a conditional write with what its transaction did, after sweeping chunks a
+    /// replaced manifest may have left.
+    async fn answer_conditional(
+        &self,
+        write: &ConditionalWrite,
+        outcome: Result<(Conditional, bool), String>,
+    ) {
+        let answer = match outcome {
+            Ok((conditional, swept)) => {
+                if swept && let Err(e) = self.sweep().await {
+                    tracing::warn!(backend = %self.name, error = %e, "could not remove unreferenced chunks");
+                }
+                Ok(conditional)
+            }
+            Err(why) => Err(StoreError::Backend {
+                backend: self.name.clone(),
+                source: format!(
+                    "a conditional write of {:?} did not commit within {} ms ({why}); it may or \
+                     may not have landed: read the key again; check that a majority of the etcd \
+                     members (a quorum) are running and reachable",
+                    write.key,
+                    self.limits.request_timeout.as_millis()
+                )
+                .into(),
+            }),
+        };
+        let _ = write.answer.send(answer);
     }
 
     /// Writes `value` under `key` if its revision is `expected`: in one transaction whose
@@ -640,35 +807,19 @@ impl Shared {
     async fn conditional(
         &self,
         key: &str,
-        value: &[u8],
+        value: Option<&[u8]>,
         expected: Revision,
         deadline: Instant,
     ) -> Result<(Conditional, bool), String> {
         let (inline_key, manifest_key) =
             (self.key(&format!("v/{key}")), self.key(&format!("m/{key}")));
-        let mut compares = match decode_revision(expected) {
-            None => vec![
-                Compare::version(inline_key.as_str(), CompareOp::Equal, 0),
-                Compare::version(manifest_key.as_str(), CompareOp::Equal, 0),
-            ],
-            Some((revision, manifest)) => {
-                let (present, other) = if manifest {
-                    (&manifest_key, &inline_key)
-                } else {
-                    (&inline_key, &manifest_key)
-                };
-                vec![
-                    Compare::mod_revision(present.as_str(), CompareOp::Equal, revision),
-                    Compare::version(other.as_str(), CompareOp::Equal, 0),
-                ]
-            }
-        };
+        let mut compares = expected_compares(&inline_key, &manifest_key, expected).to_vec();
         let reads = vec![
             TxnOp::get(inline_key.as_str(), None),
             TxnOp::get(manifest_key.as_str(), None),
         ];
-        let large = value.len() > self.limits.chunk_bytes;
-        let (record, ops, chunks) = if large {
+        let large = value.is_some_and(|v| v.len() > self.limits.chunk_bytes);
+        let (record, ops, chunks) = if let Some(value) = value.filter(|_| large) {
             let manifest = Manifest::of(value, self.limits.chunk_bytes);
             let chunks: Vec<(String, Vec<u8>)> = manifest
                 .chunks
@@ -687,14 +838,20 @@ impl Shared {
                 TxnOp::put(manifest_key.as_str(), record.clone(), None),
                 TxnOp::delete(inline_key.as_str(), None),
             ];
-            (record, ops, chunks)
-        } else {
+            (Some(record), ops, chunks)
+        } else if let Some(value) = value {
             let record = value::encode_inline(value);
             let ops = vec![
                 TxnOp::put(inline_key.as_str(), record.clone(), None),
                 TxnOp::delete(manifest_key.as_str(), None),
             ];
-            (record, ops, Vec::new())
+            (Some(record), ops, Vec::new())
+        } else {
+            let ops = vec![
+                TxnOp::delete(inline_key.as_str(), None),
+                TxnOp::delete(manifest_key.as_str(), None),
+            ];
+            (None, ops, Vec::new())
         };
         for _ in 0..MANIFEST_TRIES {
             // One after the other: a conditional write of a large value is rare (a group
@@ -743,8 +900,13 @@ impl Shared {
                     encode_revision(*mod_revision, k.as_slice() == manifest_key.as_bytes())
                 }
             };
-            if found.len() == 1 && found[0].1 == record {
-                // A try whose answer was lost committed it: the key holds what was sent.
+            let landed = match &record {
+                Some(record) => found.len() == 1 && found[0].1 == *record,
+                None => found.is_empty(),
+            };
+            if landed {
+                // A try whose answer was lost committed it: the key holds what was sent (or,
+                // for a delete, nothing).
                 return Ok((Conditional::Written(now), false));
             }
             if now != expected {
@@ -758,10 +920,8 @@ impl Shared {
         ))
     }
 
-    async fn load(
-        &self,
-        only: Option<&str>,
-    ) -> Result<Vec<(String, Vec<u8>, Revision)>, StoreError> {
+    /// [`read`](Self::read), on the client thread.
+    pub(crate) async fn load(&self, selection: &Selection) -> Result<Snapshot, StoreError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let fail = |why: String| StoreError::Backend {
             backend: self.name.clone(),
@@ -775,11 +935,16 @@ impl Shared {
             ))
         };
         let (inline_prefix, manifest_prefix) = (self.key("v/"), self.key("m/"));
-        // All keys, or the range holding exactly `only` (its key, then a zero byte).
-        let range = |prefix: &str| match only {
-            None => (prefix.to_owned(), prefix_end(prefix.as_bytes())),
-            Some(key) => {
-                let start = format!("{prefix}{key}");
+        // The keys beginning with a prefix, or the range holding exactly one key (it, then a
+        // zero byte).
+        let range = |form: &str| match selection {
+            Selection::Prefix(prefix) => {
+                let start = format!("{form}{prefix}");
+                let end = prefix_end(start.as_bytes());
+                (start, end)
+            }
+            Selection::Key(key) => {
+                let start = format!("{form}{key}");
                 let mut end = start.clone().into_bytes();
                 end.push(0);
                 (start, end)
@@ -815,52 +980,119 @@ impl Shared {
                     "the key also has an inline value".into(),
                 ));
             }
-            let manifest = Manifest::decode(&record, self.limits.max_value_bytes)
-                .map_err(|e| corrupt(&etcd_key, e))?;
-            let mut value = Vec::with_capacity(manifest.total as usize);
-            for (i, (hash, len)) in manifest.chunks.iter().enumerate() {
-                let chunk_key = self.chunk_key(hash);
-                let mut response = retry_until(deadline, self.limits.try_for(), || {
-                    let (mut kv, chunk_key) = (self.kv.clone(), chunk_key.clone());
-                    async move {
-                        kv.get(chunk_key, Some(GetOptions::new().with_revision(revision)))
-                            .await
-                    }
-                })
+            let value = self
+                .assemble(&record, revision, deadline)
                 .await
-                .map_err(unavailable)?;
-                let Some(chunk) = response.take_kvs().pop() else {
-                    return Err(corrupt(
-                        &etcd_key,
-                        format!("its chunk {i} ({chunk_key:?}) is missing"),
-                    ));
-                };
-                let bytes = chunk.value();
-                if bytes.len() != *len as usize || value::hash(bytes) != *hash {
-                    return Err(corrupt(
-                        &etcd_key,
-                        format!(
-                            "its chunk {i} ({chunk_key:?}, {} bytes) does not match its address \
-                             and length ({len} bytes)",
-                            bytes.len()
-                        ),
-                    ));
-                }
-                value.extend_from_slice(bytes);
-            }
+                .map_err(|e| match e {
+                    ValueError::Corrupt(why) => corrupt(&etcd_key, why),
+                    ValueError::Unavailable(why) => unavailable(why),
+                })?;
             entries.insert(key, (value, encode_revision(mod_revision, true)));
         }
-        Ok(entries
-            .into_iter()
-            .map(|(key, (value, revision))| (key, value, revision))
-            .collect())
+        Ok(Snapshot {
+            entries: entries
+                .into_iter()
+                .map(|(key, (value, revision))| (key, value, revision))
+                .collect(),
+            at: store_revision(revision),
+        })
     }
+
+    /// The value a manifest `record` describes, from its chunks as they were at the store's
+    /// `revision`, each checked against its address and length.
+    pub(crate) async fn assemble(
+        &self,
+        record: &[u8],
+        revision: i64,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ValueError> {
+        let manifest =
+            Manifest::decode(record, self.limits.max_value_bytes).map_err(ValueError::Corrupt)?;
+        let mut value = Vec::with_capacity(manifest.total as usize);
+        for (i, (hash, len)) in manifest.chunks.iter().enumerate() {
+            let chunk_key = self.chunk_key(hash);
+            let mut response = retry_until(deadline, self.limits.try_for(), || {
+                let (mut kv, chunk_key) = (self.kv.clone(), chunk_key.clone());
+                async move {
+                    kv.get(chunk_key, Some(GetOptions::new().with_revision(revision)))
+                        .await
+                }
+            })
+            .await
+            .map_err(ValueError::Unavailable)?;
+            let Some(chunk) = response.take_kvs().pop() else {
+                return Err(ValueError::Corrupt(format!(
+                    "its chunk {i} ({chunk_key:?}) is missing"
+                )));
+            };
+            let bytes = chunk.value();
+            if bytes.len() != *len as usize || value::hash(bytes) != *hash {
+                return Err(ValueError::Corrupt(format!(
+                    "its chunk {i} ({chunk_key:?}, {} bytes) does not match its address and \
+                     length ({len} bytes)",
+                    bytes.len()
+                )));
+            }
+            value.extend_from_slice(bytes);
+        }
+        Ok(value)
+    }
+}
+
+/// Which keys a [`Shared::read`] reads.
+pub(crate) enum Selection {
+    /// Every key beginning with this (every key: the empty prefix).
+    Prefix(String),
+    /// Exactly this key.
+    Key(String),
+}
+
+/// Why a stored value could not be read.
+pub(crate) enum ValueError {
+    /// Its records are damaged or incomplete: reading again will not help.
+    Corrupt(String),
+    /// The cluster did not answer in time.
+    Unavailable(String),
+}
+
+/// The [`Revision`] of the store as a whole at etcd's `revision`: at or above every key's
+/// revision written up to it (whatever its form), below every key's written after it.
+pub(crate) fn store_revision(revision: i64) -> Revision {
+    encode_revision(revision, true)
+}
+
+/// The etcd revision a [`store_revision`] stands for.
+pub(crate) fn etcd_revision(store: Revision) -> i64 {
+    (store.raw() >> 1) as i64
 }
 
 /// A key's [`Revision`]: its record's `mod_revision`, and which form the record is (the
 /// low bit: set for a manifest), so a conditional write can check the form too.
-fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
+pub(crate) fn encode_revision(mod_revision: i64, manifest: bool) -> Revision {
     Revision::new(((mod_revision.max(0) as u64) << 1) | u64::from(manifest))
+}
+
+/// The compares of a conditional write of the key whose forms are `inline_key` and
+/// `manifest_key`: its form is still the one at `expected` (both absent for
+/// [`Revision::ABSENT`]), and the other form absent.
+fn expected_compares(inline_key: &str, manifest_key: &str, expected: Revision) -> [Compare; 2] {
+    match decode_revision(expected) {
+        None => [
+            Compare::version(inline_key, CompareOp::Equal, 0),
+            Compare::version(manifest_key, CompareOp::Equal, 0),
+        ],
+        Some((revision, manifest)) => {
+            let (present, other) = if manifest {
+                (manifest_key, inline_key)
+            } else {
+                (inline_key, manifest_key)
+            };
+            [
+                Compare::mod_revision(present, CompareOp::Equal, revision),
+                Compare::version(other, CompareOp::Equal, 0),
+            ]
+        }
+    }
 }
 
 /// What [`encode_revision`] made: `None` for [`Revision::ABSENT`].
@@ -876,7 +1108,7 @@ fn deleted_manifest(response: &TxnOpResponse) -> bool {
 
 /// The end of the range of keys starting with `prefix`: `prefix` with its last byte below
 /// 0xff incremented (etcd's convention).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
