@@ -1627,21 +1627,32 @@ impl Coordinator {
                     .groups
                     .get(group)
                     .is_some_and(|g| g.revision == revision) => {}
-            Some((bytes, revision)) => {
-                let mut state = decode(&key, &bytes)?;
-                state.revision = revision;
-                // A job planned on the state replaced may still commit into it: its write is
-                // conditional on the revision it was planned from, which is gone.
-                state.incarnation = match self.groups.get(group) {
-                    Some(g) => g.incarnation,
-                    None => {
-                        self.next_incarnation += 1;
-                        self.next_incarnation - 1
-                    }
-                };
-                self.groups.insert(group.to_owned(), state);
-            }
+            Some((bytes, revision)) => self.adopt(group, &key, &bytes, revision)?,
         }
+        Ok(())
+    }
+
+    /// Takes `bytes`, `group`'s record as stored under `key` at `revision`, as its state here.
+    /// A group held already keeps its incarnation: a job planned on the state replaced may
+    /// still commit into it, as its write is conditional on the revision it was planned from,
+    /// which is gone.
+    fn adopt(
+        &mut self,
+        group: &str,
+        key: &str,
+        bytes: &[u8],
+        revision: Revision,
+    ) -> Result<(), CoordinatorError> {
+        let mut state = decode(key, bytes)?;
+        state.revision = revision;
+        state.incarnation = match self.groups.get(group) {
+            Some(g) => g.incarnation,
+            None => {
+                self.next_incarnation += 1;
+                self.next_incarnation - 1
+            }
+        };
+        self.groups.insert(group.to_owned(), state);
         Ok(())
     }
 }
@@ -1672,18 +1683,7 @@ impl Coordinator {
                 None => {
                     self.groups.remove(group);
                 }
-                Some(bytes) => {
-                    let mut state = decode(key, bytes)?;
-                    state.revision = revision;
-                    state.incarnation = match self.groups.get(group) {
-                        Some(g) => g.incarnation,
-                        None => {
-                            self.next_incarnation += 1;
-                            self.next_incarnation - 1
-                        }
-                    };
-                    self.groups.insert(group.to_owned(), state);
-                }
+                Some(bytes) => self.adopt(group, key, bytes, revision)?,
             }
         } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
             // Kept in memory as this coordinator keeps its own: replacing the group's, the
