@@ -5,10 +5,6 @@ use std::collections::BinaryHeap;
 
 use crate::group::{Group, NONE};
 
-/// How many members round the ring dealing compares for each task. Bounds the cost per task;
-/// a miss only costs spread, never balance.
-const LOOKAHEAD: usize = 32;
-
 /// The active owner of every dense task; a member whose lag on a task is at most
 /// `acceptable_lag` is caught up on it.
 pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
@@ -133,6 +129,14 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
             .filter(|&(_, &lag)| lag <= acceptable_lag)
             .flat_map(|(&c, _)| g.members_of(g.process[c as usize]).iter().copied())
     };
+    // A search's outcome depends only on the task's owner and its partners' lists, and a
+    // trade changes the lists of its two members alone: so a task whose search found nothing
+    // is searched again only once a trade has changed one of its partners' lists (`changed`,
+    // stamped with the trade's number) after its failure (`failed`; [`NONE`]: search). Later
+    // rounds then cost a look at each task's few partners instead of a scan of their lists.
+    let mut trades = 0u32;
+    let mut changed = vec![0u32; g.members()];
+    let mut failed = vec![NONE; g.tasks()];
     // Rounds over the tasks away from their state, in task order, while some trade happens:
     // a trade can open one for a task that found none, or leave its partner away.
     loop {
@@ -140,6 +144,10 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
         for &t in &work {
             let o = owner[t as usize];
             if !away(owner, t) {
+                continue;
+            }
+            let since = failed[t as usize];
+            if since != NONE && partners(t).all(|c| changed[c as usize] <= since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
@@ -152,27 +160,43 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 })?;
                 Some((c, list(c).start + at))
             });
-            if let Some((c, at)) = trade {
-                let u = took[at];
-                took[at] = t;
-                let i = took[list(o)]
-                    .iter()
-                    .position(|&x| x == t)
-                    .expect("a moved task is in its owner's list");
-                took[list(o).start + i] = u;
-                owner[t as usize] = c;
-                owner[u as usize] = o;
-                next.push(u);
-            }
+            let Some((c, at)) = trade else {
+                failed[t as usize] = trades;
+                continue;
+            };
+            let u = took[at];
+            took[at] = t;
+            let i = took[list(o)]
+                .iter()
+                .position(|&x| x == t)
+                .expect("a moved task is in its owner's list");
+            took[list(o).start + i] = u;
+            owner[t as usize] = c;
+            owner[u as usize] = o;
+            trades += 1;
+            changed[c as usize] = trades;
+            changed[o as usize] = trades;
+            failed[u as usize] = NONE;
+            next.push(u);
         }
         if next.is_empty() {
             return;
         }
-        next.extend_from_slice(&work);
-        next.retain(|&t| moved(owner, t) && away(owner, t));
+        // `work` is in task order and `next` holds the few tasks traded away: merging them
+        // costs less than sorting the two together.
         next.sort_unstable();
-        next.dedup();
-        work = next;
+        let mut merged = Vec::with_capacity(work.len() + next.len());
+        let (mut a, mut b) = (work.iter().peekable(), next.iter().peekable());
+        while let Some(&t) = match (a.peek(), b.peek()) {
+            (Some(&&x), Some(&&y)) if y < x => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        } {
+            if merged.last() != Some(&t) && moved(owner, t) && away(owner, t) {
+                merged.push(t);
+            }
+        }
+        work = merged;
     }
 }
 
@@ -838,13 +862,15 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 continue;
             }
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
+            // Round the ring from `at` to the first member as good as the best the ring has
+            // (`top`, exact: the counts above are kept as members are dealt to), so the
+            // spread never pays for a member passed over. Usually the next member or one of
+            // the next few; late in a large cold start the few members with room to spare
+            // can be far apart.
             let (mut pos, mut best) = (at, key[at]);
             if best != top {
                 let mut look = next[at];
-                for _ in 1..LOOKAHEAD.min(n) {
-                    if look == at {
-                        break;
-                    }
+                while look != at {
                     let k = key[look];
                     if k > best {
                         (pos, best) = (look, k);
@@ -853,21 +879,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                         }
                     }
                     look = next[look];
-                }
-                // The lookahead missed every member that would keep the spread (below the
-                // floor or the fair share where some are, or with the most room to spare):
-                // search the rest of the ring rather than pay for it in skew.
-                if best != top && look != at {
-                    while look != at {
-                        let k = key[look];
-                        if k > best {
-                            (pos, best) = (look, k);
-                            if k == top {
-                                break;
-                            }
-                        }
-                        look = next[look];
-                    }
                 }
             }
             let r = ring[pos] as usize;
