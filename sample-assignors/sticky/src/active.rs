@@ -12,11 +12,15 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     let mut owner = g.prev_owner.clone();
     let mut prev = [vec![0u32; m], vec![0u32; m]]; // [stateful, stateless] previous counts
     let mut total = [0u32; 2];
-    for t in 0..g.tasks() as u32 {
-        let kind = usize::from(!g.is_stateful(t));
-        total[kind] += 1;
-        if owner[t as usize] != NONE {
-            prev[kind][owner[t as usize] as usize] += 1;
+    // Subtopology by subtopology: the kind is looked up once per subtopology, not per task.
+    for s in 0..g.subtopology_start.len() {
+        let kind = usize::from(!g.subtopology_stateful[s]);
+        let range = g.subtopology_tasks(s);
+        total[kind] += range.len() as u32;
+        for &o in &owner[range.start as usize..range.end as usize] {
+            if o != NONE {
+                prev[kind][o as usize] += 1;
+            }
         }
     }
     // Which members that held no more than the floor of stateful tasks get the extras moves
@@ -25,11 +29,17 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // claims its best caught-up holder that could still take it with an extra.
     let floor = total[0] / m as u32;
     let mut claims = vec![0u32; m];
-    let mut orphans: Vec<(u64, u32)> = (0..g.tasks() as u32)
-        .filter(|&t| g.is_stateful(t) && owner[t as usize] == NONE)
-        .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
-        .filter(|&(lag, _)| lag <= acceptable_lag)
-        .collect();
+    // No reported state, no orphan to claim for. Owners first: most tasks have one, and the
+    // kind costs two lookups.
+    let mut orphans: Vec<(u64, u32)> = Vec::new();
+    if !g.candidates.is_empty() {
+        orphans.extend(
+            (0..g.tasks() as u32)
+                .filter(|&t| owner[t as usize] == NONE && g.is_stateful(t))
+                .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
+                .filter(|&(lag, _)| lag <= acceptable_lag),
+        );
+    }
     orphans.sort_unstable();
     for &(_, t) in &orphans {
         // The first of the least lag among those that could take it.

@@ -48,8 +48,9 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slots: Vec::new(),
         };
     }
-    let stateful: Vec<u32> = (0..g.tasks() as u32)
-        .filter(|&t| g.is_stateful(t))
+    let stateful: Vec<u32> = (0..g.subtopology_start.len())
+        .filter(|&s| g.subtopology_stateful[s])
+        .flat_map(|s| g.subtopology_tasks(s))
         .collect();
     let mut active = vec![0u32; g.members()];
     for &o in owner {
