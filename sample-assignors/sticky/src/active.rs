@@ -807,20 +807,20 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     // to deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
     // already holds), which differs by a sum that is the same for every member.
     let mut spare = deficit.clone();
+    // Per member: the subtopology whose tasks it holds are being counted, and how many so far
+    // (stamped with the subtopology, so no second pass resets it).
+    let mut held = vec![(usize::MAX, 0u32); g.members()];
     for &s in &dealt {
-        let range = g.subtopology_tasks(s);
-        for t in range.clone() {
+        let f = floor(s);
+        for t in g.subtopology_tasks(s) {
             let o = owner[t as usize];
             if o != NONE {
-                count[o as usize] += 1;
-                if count[o as usize] <= floor(s) {
-                    spare[o as usize] += 1;
+                let h = &mut held[o as usize];
+                if h.0 != s {
+                    *h = (s, 0);
                 }
-            }
-        }
-        for t in range {
-            if owner[t as usize] != NONE {
-                count[owner[t as usize] as usize] = 0;
+                h.1 += 1;
+                spare[o as usize] += u32::from(h.1 <= f);
             }
         }
     }

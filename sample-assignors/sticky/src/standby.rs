@@ -187,22 +187,30 @@ fn keep(
         return (slots, standbys);
     }
     let mut candidates: Vec<u32> = Vec::new();
+    // Without tags or with a slack: each member's bound, worked out once rather than per
+    // candidate.
+    let bound: Vec<u32> = if !tagged || slack.is_some() {
+        let limit = slack.filter(|_| tagged).unwrap_or(0);
+        target.iter().map(|&t| t.saturating_add(limit)).collect()
+    } else {
+        Vec::new()
+    };
     for &t in stateful {
         let slot = &mut slots[t as usize * per_task..][..per_task];
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
-        let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
-        if !tagged || slack.is_some() {
+        let prev: &[u32] = if prev != NONE && prev != owner[t as usize] {
+            &previous.owner[t as usize..=t as usize]
+        } else {
+            &[]
+        };
+        if !bound.is_empty() {
             // Candidates in order, in one pass: one passed over stays ineligible (its room
             // and the task's holders only shrink and grow).
-            let limit = slack.filter(|_| tagged).unwrap_or(0);
             let mut n = 0;
-            for c in prev
-                .into_iter()
-                .chain(previous.candidates.of(t).iter().copied())
-            {
+            for &c in prev.iter().chain(previous.candidates.of(t)) {
                 let p = g.process[c as usize];
-                if standbys[c as usize] < target[c as usize].saturating_add(limit)
+                if standbys[c as usize] < bound[c as usize]
                     && p != active_process
                     && slot[..n].iter().all(|&s| g.process[s as usize] != p)
                 {
@@ -217,7 +225,7 @@ fn keep(
             continue;
         }
         candidates.clear();
-        candidates.extend(prev);
+        candidates.extend_from_slice(prev);
         candidates.extend_from_slice(previous.candidates.of(t));
         if candidates.is_empty() {
             continue;
@@ -288,7 +296,6 @@ fn fill(
     let mut gains: Vec<usize> = Vec::new();
     for &t in stateful {
         let base = t as usize * per_task;
-        let active_process = g.process[owner[t as usize] as usize];
         let mut n = slots[base..base + per_task]
             .iter()
             .take_while(|&&s| s != NONE)
@@ -296,6 +303,7 @@ fn fill(
         if n == per_task {
             continue;
         }
+        let active_process = g.process[owner[t as usize] as usize];
         loads.pass(active_process);
         for &s in &slots[base..base + n] {
             loads.pass(g.process[s as usize]);
