@@ -156,10 +156,10 @@ impl Group {
                 }
             }
             let offset = |t: &TaskId| m.task_offsets.get(t).copied();
-            for t in m.standby_tasks.iter().filter(|t| topology.contains(**t)) {
+            // Each task's dense index worked out once: `dense` checks the topology too.
+            for (t, d) in m.standby_tasks.iter().filter_map(|t| Some((t, dense(t)?))) {
                 if stateful(t) {
                     prev_standbys[rank as usize] += 1;
-                    let d = dense(t).unwrap_or(NONE);
                     let off = offset(t);
                     let lag = off.map_or(0, |o| lag(d, Some(o)));
                     candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
@@ -167,18 +167,19 @@ impl Group {
             }
             // A warm-up is a standby being caught up: it counts as one for stickiness.
             for t in m.warmup_tasks.iter() {
-                if topology.contains(*t) && stateful(t) && !m.standby_tasks.contains(t) {
-                    let d = dense(t).unwrap_or(NONE);
+                if let Some(d) = dense(t)
+                    && stateful(t)
+                    && !m.standby_tasks.contains(t)
+                {
                     let off = offset(t);
                     candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag(d, off)));
                 }
             }
             // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
             for (t, &off) in &m.task_offsets {
-                if !topology.contains(*t) || !stateful(t) {
+                let Some(d) = dense(t).filter(|_| stateful(t)) else {
                     continue;
-                }
-                let d = dense(t).unwrap_or(NONE);
+                };
                 offsets.push((d, rank, off));
                 if !m.standby_tasks.contains(t) && !m.warmup_tasks.contains(t) {
                     candidates.push((d, true, Reverse(off), rank, lag(d, Some(off))));
