@@ -830,8 +830,14 @@ fn targets(
             left -= below[p];
         }
     }
-    let mut order: Vec<u32> = (0..m as u32).collect();
-    order.sort_by_key(|&r| (Reverse(active[r as usize] + prev_standbys[r as usize]), r));
+    // Most tasks now first, then rank: each member's key packed into one integer (the
+    // complement of its count above its rank), so an unstable sort of distinct keys is exact
+    // and compares no tuples.
+    let mut keys: Vec<u64> = (0..m)
+        .map(|r| u64::from(!(active[r] + prev_standbys[r])) << 32 | r as u64)
+        .collect();
+    keys.sort_unstable();
+    let order: Vec<u32> = keys.into_iter().map(|k| k as u32).collect();
     for &r in &order {
         let (a, p) = (active[r as usize], g.process[r as usize] as usize);
         if let Some(extra) = &mut extras[p] {
