@@ -199,16 +199,15 @@ fn keep(
         let slot = &mut slots[t as usize * per_task..][..per_task];
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
-        let prev: &[u32] = if prev != NONE && prev != owner[t as usize] {
-            &previous.owner[t as usize..=t as usize]
-        } else {
-            &[]
-        };
+        let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
         if !bound.is_empty() {
             // Candidates in order, in one pass: one passed over stays ineligible (its room
             // and the task's holders only shrink and grow).
             let mut n = 0;
-            for &c in prev.iter().chain(previous.candidates.of(t)) {
+            for c in prev
+                .into_iter()
+                .chain(previous.candidates.of(t).iter().copied())
+            {
                 let p = g.process[c as usize];
                 if standbys[c as usize] < bound[c as usize]
                     && p != active_process
@@ -225,7 +224,7 @@ fn keep(
             continue;
         }
         candidates.clear();
-        candidates.extend_from_slice(prev);
+        candidates.extend(prev);
         candidates.extend_from_slice(previous.candidates.of(t));
         if candidates.is_empty() {
             continue;
