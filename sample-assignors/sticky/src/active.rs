@@ -92,15 +92,24 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
             .zip(g.candidates.lags_of(t))
             .any(|(&c, &lag)| lag <= acceptable_lag && g.process[c as usize] == p)
     };
-    let moved =
-        |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize] && g.is_stateful(t);
-    // The owners side by side, the kind looked up only where they differ: this pass runs over
-    // every task, even when nothing moved (0.5M instructions saved on 16,384 tasks).
-    let moved_tasks: Vec<u32> = (0u32..)
-        .zip(owner.iter().zip(&g.prev_owner))
-        .filter(|&(t, (o, p))| o != p && g.is_stateful(t))
-        .map(|(t, _)| t)
-        .collect();
+    // Every task this pass looks at is stateful: it starts from `moved_tasks`.
+    let moved = |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize];
+    // The owners side by side over the stateful subtopologies: this pass runs over every
+    // stateful task, even when nothing moved.
+    let mut moved_tasks: Vec<u32> = Vec::new();
+    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
+        let range = g.subtopology_tasks(s);
+        let (now, before) = (
+            &owner[range.start as usize..range.end as usize],
+            &g.prev_owner[range.start as usize..range.end as usize],
+        );
+        moved_tasks.extend(
+            (range.start..)
+                .zip(now.iter().zip(before))
+                .filter(|&(_, (o, p))| o != p)
+                .map(|(t, _)| t),
+        );
+    }
     // Only a moved task away from its state with a caught-up holder can gain by a trade.
     let has_holder = |t: u32| g.candidates.lags_of(t).iter().any(|&l| l <= acceptable_lag);
     let away = |owner: &[u32], t: u32| has_holder(t) && !caught_up(owner[t as usize], t);
@@ -916,8 +925,14 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 prev[next[pos]] = prev[pos];
             }
         }
-        for t in range {
-            count[owner[t as usize] as usize] = 0;
+        // Every task of `s` has an owner now, and only owners have counts: clear whichever is
+        // fewer, the members or the tasks.
+        if range.len() >= count.len() {
+            count.fill(0);
+        } else {
+            for t in range {
+                count[owner[t as usize] as usize] = 0;
+            }
         }
     }
 }
