@@ -5,10 +5,6 @@ use std::collections::BinaryHeap;
 
 use crate::group::{Group, NONE};
 
-/// How many members round the ring dealing compares for each task. Bounds the cost per task;
-/// a miss only costs spread, never balance.
-const LOOKAHEAD: usize = 32;
-
 /// The active owner of every dense task; a member whose lag on a task is at most
 /// `acceptable_lag` is caught up on it.
 pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
@@ -16,11 +12,15 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     let mut owner = g.prev_owner.clone();
     let mut prev = [vec![0u32; m], vec![0u32; m]]; // [stateful, stateless] previous counts
     let mut total = [0u32; 2];
-    for t in 0..g.tasks() as u32 {
-        let kind = usize::from(!g.is_stateful(t));
-        total[kind] += 1;
-        if owner[t as usize] != NONE {
-            prev[kind][owner[t as usize] as usize] += 1;
+    // Subtopology by subtopology: the kind is looked up once per subtopology, not per task.
+    for s in 0..g.subtopology_start.len() {
+        let kind = usize::from(!g.subtopology_stateful[s]);
+        let range = g.subtopology_tasks(s);
+        total[kind] += range.len() as u32;
+        for &o in &owner[range.start as usize..range.end as usize] {
+            if o != NONE {
+                prev[kind][o as usize] += 1;
+            }
         }
     }
     // Which members that held no more than the floor of stateful tasks get the extras moves
@@ -29,11 +29,17 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // claims its best caught-up holder that could still take it with an extra.
     let floor = total[0] / m as u32;
     let mut claims = vec![0u32; m];
-    let mut orphans: Vec<(u64, u32)> = (0..g.tasks() as u32)
-        .filter(|&t| g.is_stateful(t) && owner[t as usize] == NONE)
-        .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
-        .filter(|&(lag, _)| lag <= acceptable_lag)
-        .collect();
+    // No reported state, no orphan to claim for. Owners first: most tasks have one, and the
+    // kind costs two lookups.
+    let mut orphans: Vec<(u64, u32)> = Vec::new();
+    if !g.candidates.is_empty() {
+        orphans.extend(
+            (0..g.tasks() as u32)
+                .filter(|&t| owner[t as usize] == NONE && g.is_stateful(t))
+                .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
+                .filter(|&(lag, _)| lag <= acceptable_lag),
+        );
+    }
     orphans.sort_unstable();
     for &(_, t) in &orphans {
         // The first of the least lag among those that could take it.
@@ -86,15 +92,24 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
             .zip(g.candidates.lags_of(t))
             .any(|(&c, &lag)| lag <= acceptable_lag && g.process[c as usize] == p)
     };
-    let moved =
-        |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize] && g.is_stateful(t);
-    // The owners side by side, the kind looked up only where they differ: this pass runs over
-    // every task, even when nothing moved (0.5M instructions saved on 16,384 tasks).
-    let moved_tasks: Vec<u32> = (0u32..)
-        .zip(owner.iter().zip(&g.prev_owner))
-        .filter(|&(t, (o, p))| o != p && g.is_stateful(t))
-        .map(|(t, _)| t)
-        .collect();
+    // Every task this pass looks at is stateful: it starts from `moved_tasks`.
+    let moved = |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize];
+    // The owners side by side over the stateful subtopologies: this pass runs over every
+    // stateful task, even when nothing moved.
+    let mut moved_tasks: Vec<u32> = Vec::new();
+    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
+        let range = g.subtopology_tasks(s);
+        let (now, before) = (
+            &owner[range.start as usize..range.end as usize],
+            &g.prev_owner[range.start as usize..range.end as usize],
+        );
+        moved_tasks.extend(
+            (range.start..)
+                .zip(now.iter().zip(before))
+                .filter(|&(_, (o, p))| o != p)
+                .map(|(t, _)| t),
+        );
+    }
     // Only a moved task away from its state with a caught-up holder can gain by a trade.
     let has_holder = |t: u32| g.candidates.lags_of(t).iter().any(|&l| l <= acceptable_lag);
     let away = |owner: &[u32], t: u32| has_holder(t) && !caught_up(owner[t as usize], t);
@@ -133,6 +148,14 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
             .filter(|&(_, &lag)| lag <= acceptable_lag)
             .flat_map(|(&c, _)| g.members_of(g.process[c as usize]).iter().copied())
     };
+    // A search's outcome depends only on the task's owner and its partners' lists, and a
+    // trade changes the lists of its two members alone: so a task whose search found nothing
+    // is searched again only once a trade has changed one of its partners' lists (`changed`,
+    // stamped with the trade's number) after its failure (`failed`; [`NONE`]: search). Later
+    // rounds then cost a look at each task's few partners instead of a scan of their lists.
+    let mut trades = 0u32;
+    let mut changed = vec![0u32; g.members()];
+    let mut failed = vec![NONE; g.tasks()];
     // Rounds over the tasks away from their state, in task order, while some trade happens:
     // a trade can open one for a task that found none, or leave its partner away.
     loop {
@@ -140,6 +163,10 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
         for &t in &work {
             let o = owner[t as usize];
             if !away(owner, t) {
+                continue;
+            }
+            let since = failed[t as usize];
+            if since != NONE && partners(t).all(|c| changed[c as usize] <= since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
@@ -152,27 +179,43 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 })?;
                 Some((c, list(c).start + at))
             });
-            if let Some((c, at)) = trade {
-                let u = took[at];
-                took[at] = t;
-                let i = took[list(o)]
-                    .iter()
-                    .position(|&x| x == t)
-                    .expect("a moved task is in its owner's list");
-                took[list(o).start + i] = u;
-                owner[t as usize] = c;
-                owner[u as usize] = o;
-                next.push(u);
-            }
+            let Some((c, at)) = trade else {
+                failed[t as usize] = trades;
+                continue;
+            };
+            let u = took[at];
+            took[at] = t;
+            let i = took[list(o)]
+                .iter()
+                .position(|&x| x == t)
+                .expect("a moved task is in its owner's list");
+            took[list(o).start + i] = u;
+            owner[t as usize] = c;
+            owner[u as usize] = o;
+            trades += 1;
+            changed[c as usize] = trades;
+            changed[o as usize] = trades;
+            failed[u as usize] = NONE;
+            next.push(u);
         }
         if next.is_empty() {
             return;
         }
-        next.extend_from_slice(&work);
-        next.retain(|&t| moved(owner, t) && away(owner, t));
+        // `work` is in task order and `next` holds the few tasks traded away: merging them
+        // costs less than sorting the two together.
         next.sort_unstable();
-        next.dedup();
-        work = next;
+        let mut merged = Vec::with_capacity(work.len() + next.len());
+        let (mut a, mut b) = (work.iter().peekable(), next.iter().peekable());
+        while let Some(&t) = match (a.peek(), b.peek()) {
+            (Some(&&x), Some(&&y)) if y < x => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        } {
+            if merged.last() != Some(&t) && moved(owner, t) && away(owner, t) {
+                merged.push(t);
+            }
+        }
+        work = merged;
     }
 }
 
@@ -773,20 +816,20 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     // to deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
     // already holds), which differs by a sum that is the same for every member.
     let mut spare = deficit.clone();
+    // Per member: the subtopology whose tasks it holds are being counted, and how many so far
+    // (stamped with the subtopology, so no second pass resets it).
+    let mut held = vec![(usize::MAX, 0u32); g.members()];
     for &s in &dealt {
-        let range = g.subtopology_tasks(s);
-        for t in range.clone() {
+        let f = floor(s);
+        for t in g.subtopology_tasks(s) {
             let o = owner[t as usize];
             if o != NONE {
-                count[o as usize] += 1;
-                if count[o as usize] <= floor(s) {
-                    spare[o as usize] += 1;
+                let h = &mut held[o as usize];
+                if h.0 != s {
+                    *h = (s, 0);
                 }
-            }
-        }
-        for t in range {
-            if owner[t as usize] != NONE {
-                count[owner[t as usize] as usize] = 0;
+                h.1 += 1;
+                spare[o as usize] += u32::from(h.1 <= f);
             }
         }
     }
@@ -838,13 +881,15 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 continue;
             }
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
+            // Round the ring from `at` to the first member as good as the best the ring has
+            // (`top`, exact: the counts above are kept as members are dealt to), so the
+            // spread never pays for a member passed over. Usually the next member or one of
+            // the next few; late in a large cold start the few members with room to spare
+            // can be far apart.
             let (mut pos, mut best) = (at, key[at]);
             if best != top {
                 let mut look = next[at];
-                for _ in 1..LOOKAHEAD.min(n) {
-                    if look == at {
-                        break;
-                    }
+                while look != at {
                     let k = key[look];
                     if k > best {
                         (pos, best) = (look, k);
@@ -853,21 +898,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                         }
                     }
                     look = next[look];
-                }
-                // The lookahead missed every member that would keep the spread (below the
-                // floor or the fair share where some are, or with the most room to spare):
-                // search the rest of the ring rather than pay for it in skew.
-                if best != top && look != at {
-                    while look != at {
-                        let k = key[look];
-                        if k > best {
-                            (pos, best) = (look, k);
-                            if k == top {
-                                break;
-                            }
-                        }
-                        look = next[look];
-                    }
                 }
             }
             let r = ring[pos] as usize;
@@ -895,8 +925,14 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
                 prev[next[pos]] = prev[pos];
             }
         }
-        for t in range {
-            count[owner[t as usize] as usize] = 0;
+        // Every task of `s` has an owner now, and only owners have counts: clear whichever is
+        // fewer, the members or the tasks.
+        if range.len() >= count.len() {
+            count.fill(0);
+        } else {
+            for t in range {
+                count[owner[t as usize] as usize] = 0;
+            }
         }
     }
 }

@@ -68,24 +68,32 @@ impl Group {
         }
         let process: Vec<u32> = input_index.iter().map(|&i| process_of[i]).collect();
 
-        let mut by_process: Vec<Vec<u32>> = vec![Vec::new(); process_count];
-        for (rank, &p) in (0u32..).zip(&process) {
-            by_process[p as usize].push(rank);
+        // Each process's members by rank, in one flat list: a counting sort (a list per
+        // process cost an allocation each).
+        let mut process_start = vec![0u32; process_count + 1];
+        for &p in &process {
+            process_start[p as usize + 1] += 1;
         }
-        let rounds = by_process.iter().map(Vec::len).max().unwrap_or(0);
+        for p in 0..process_count {
+            process_start[p + 1] += process_start[p];
+        }
+        let mut process_members = vec![0u32; members.len()];
+        let mut at = process_start.clone();
+        for (rank, &p) in (0u32..).zip(&process) {
+            process_members[at[p as usize] as usize] = rank;
+            at[p as usize] += 1;
+        }
+        let of_process =
+            |p: usize| &process_members[process_start[p] as usize..process_start[p + 1] as usize];
+        let rounds = (0..process_count)
+            .map(|p| of_process(p).len())
+            .max()
+            .unwrap_or(0);
         let ring = (0..rounds)
             .flat_map(|round| {
-                by_process
-                    .iter()
-                    .filter_map(move |ms| ms.get(round).copied())
+                (0..process_count).filter_map(move |p| of_process(p).get(round).copied())
             })
             .collect();
-        let mut process_start = Vec::with_capacity(process_count + 1);
-        process_start.push(0);
-        for ms in &by_process {
-            process_start.push(process_start[process_start.len() - 1] + ms.len() as u32);
-        }
-        let process_members = by_process.concat();
 
         let mut subtopology_start = Vec::with_capacity(topology.subtopologies.len());
         let mut total = 0u32;
@@ -148,10 +156,10 @@ impl Group {
                 }
             }
             let offset = |t: &TaskId| m.task_offsets.get(t).copied();
-            for t in m.standby_tasks.iter().filter(|t| topology.contains(**t)) {
+            // Each task's dense index worked out once: `dense` checks the topology too.
+            for (t, d) in m.standby_tasks.iter().filter_map(|t| Some((t, dense(t)?))) {
                 if stateful(t) {
                     prev_standbys[rank as usize] += 1;
-                    let d = dense(t).unwrap_or(NONE);
                     let off = offset(t);
                     let lag = off.map_or(0, |o| lag(d, Some(o)));
                     candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
@@ -159,18 +167,19 @@ impl Group {
             }
             // A warm-up is a standby being caught up: it counts as one for stickiness.
             for t in m.warmup_tasks.iter() {
-                if topology.contains(*t) && stateful(t) && !m.standby_tasks.contains(t) {
-                    let d = dense(t).unwrap_or(NONE);
+                if let Some(d) = dense(t)
+                    && stateful(t)
+                    && !m.standby_tasks.contains(t)
+                {
                     let off = offset(t);
                     candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag(d, off)));
                 }
             }
             // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
             for (t, &off) in &m.task_offsets {
-                if !topology.contains(*t) || !stateful(t) {
+                let Some(d) = dense(t).filter(|_| stateful(t)) else {
                     continue;
-                }
-                let d = dense(t).unwrap_or(NONE);
+                };
                 offsets.push((d, rank, off));
                 if !m.standby_tasks.contains(t) && !m.warmup_tasks.contains(t) {
                     candidates.push((d, true, Reverse(off), rank, lag(d, Some(off))));
@@ -256,14 +265,39 @@ pub(crate) struct Candidates {
 impl Candidates {
     /// Indexes `candidates` for `tasks` dense tasks.
     pub fn new(candidates: Vec<Candidate>, tasks: usize) -> Self {
-        let (start, mut candidates) = by_task(candidates, tasks, |c| c.0);
+        if candidates.is_empty() {
+            return Self {
+                start: Vec::new(),
+                members: Vec::new(),
+                lags: Vec::new(),
+            };
+        }
+        // Grouped by task as a stable counting sort of indices (moving 4-byte indices rather
+        // than the candidates themselves), filled from the back so that each task's count
+        // ends at its first index; then each task's few sorted into Kafka's order (the
+        // candidates of a task are distinct, so the order is total).
+        let mut start = vec![0u32; tasks + 1];
+        for c in &candidates {
+            start[c.0 as usize] += 1;
+        }
+        for d in 1..tasks {
+            start[d] += start[d - 1];
+        }
+        start[tasks] = candidates.len() as u32;
+        let mut order = vec![0u32; candidates.len()];
+        for (i, c) in (0..candidates.len() as u32).zip(&candidates).rev() {
+            let at = &mut start[c.0 as usize];
+            *at -= 1;
+            order[*at as usize] = i;
+        }
         for w in start.windows(2) {
             if w[1] - w[0] > 1 {
-                candidates[w[0] as usize..w[1] as usize].sort_unstable();
+                order[w[0] as usize..w[1] as usize]
+                    .sort_unstable_by_key(|&i| candidates[i as usize]);
             }
         }
-        let members = candidates.iter().map(|c| c.3).collect();
-        let lags = candidates.iter().map(|c| c.4).collect();
+        let members = order.iter().map(|&i| candidates[i as usize].3).collect();
+        let lags = order.iter().map(|&i| candidates[i as usize].4).collect();
         Self {
             start,
             members,

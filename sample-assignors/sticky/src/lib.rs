@@ -45,10 +45,10 @@
 //! 5. *Deal.* The rest are dealt subtopology by subtopology round a ring of the members still
 //!    below target, ordered so that consecutive members sit on different processes, preferring
 //!    a member below its floor of the subtopology, then below its fair share, then the one
-//!    with the most room to spare beyond the floors of the subtopologies still to deal. The
-//!    next 32 members are compared; when none of them is as good as the best the ring still
-//!    has, the rest of the ring is searched (late in a large cold start the few members with
-//!    room to spare are far apart, and taking another would cost a later floor).
+//!    with the most room to spare beyond the floors of the subtopologies still to deal. Each
+//!    task goes to the first member round the ring as good as the best the ring has (usually
+//!    the next or one of the next few; late in a large cold start the few members with room
+//!    to spare are far apart, and taking another would cost a later floor).
 //! 6. *Exchange.* Two stateful tasks of one subtopology that both moved trade owners wherever
 //!    that puts more of them on caught-up processes (no count changes). Here a process is
 //!    caught up if any of its members is: they share one state directory.
@@ -205,13 +205,14 @@
 //! and a slack, a chain limited to moves that keep tag values may try every process for each
 //! standby, `O(T·R·P)`, and each improve pass is `O(T·R·(R + C))` plus `O(log P)` per move,
 //! repeated while a pass moves something). Without
-//! tags that is `O(T·R² + E log k + T log S + M·S)` — near `O(T log T)`; dealing compares
-//! 32 members per task, the whole ring (`O(M)`) only when those miss the best the ring has
-//! (a few hundred tasks of a cold 1000-member start). Warm state sorts its `W` (task,
+//! tags that is `O(T·R² + E log k + T log S + M·S)` — near `O(T log T)`; dealing looks round
+//! the ring only as far as the first member as good as the best it has, usually a few
+//! members, the whole ring (`O(M)`) for a few hundred tasks of a cold 1000-member start. Warm state sorts its `W` (task,
 //! holder) pairs, `O(W log W)`, and searches `O(W)` per task left without a caught-up owner
 //! (a member whose search failed is not searched again for that subtopology); the exchange
-//! pass is `O(W·D)` per round (`D` the tasks a member took), rounds ending when nothing
-//! trades (one on every group measured).
+//! pass is `O(W·D)` for its first round (`D` the tasks a member took); a later round
+//! searches again only the tasks a trade changed a partner of, `O(W)` for the rest, and
+//! rounds end when nothing trades (one round with trades on every group measured).
 //!
 //! # Layout
 //!

@@ -48,8 +48,9 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slots: Vec::new(),
         };
     }
-    let stateful: Vec<u32> = (0..g.tasks() as u32)
-        .filter(|&t| g.is_stateful(t))
+    let stateful: Vec<u32> = (0..g.subtopology_start.len())
+        .filter(|&s| g.subtopology_stateful[s])
+        .flat_map(|s| g.subtopology_tasks(s))
         .collect();
     let mut active = vec![0u32; g.members()];
     for &o in owner {
@@ -186,22 +187,29 @@ fn keep(
         return (slots, standbys);
     }
     let mut candidates: Vec<u32> = Vec::new();
+    // Without tags or with a slack: each member's bound, worked out once rather than per
+    // candidate.
+    let bound: Vec<u32> = if !tagged || slack.is_some() {
+        let limit = slack.filter(|_| tagged).unwrap_or(0);
+        target.iter().map(|&t| t.saturating_add(limit)).collect()
+    } else {
+        Vec::new()
+    };
     for &t in stateful {
         let slot = &mut slots[t as usize * per_task..][..per_task];
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
         let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
-        if !tagged || slack.is_some() {
+        if !bound.is_empty() {
             // Candidates in order, in one pass: one passed over stays ineligible (its room
             // and the task's holders only shrink and grow).
-            let limit = slack.filter(|_| tagged).unwrap_or(0);
             let mut n = 0;
             for c in prev
                 .into_iter()
                 .chain(previous.candidates.of(t).iter().copied())
             {
                 let p = g.process[c as usize];
-                if standbys[c as usize] < target[c as usize].saturating_add(limit)
+                if standbys[c as usize] < bound[c as usize]
                     && p != active_process
                     && slot[..n].iter().all(|&s| g.process[s as usize] != p)
                 {
@@ -287,7 +295,6 @@ fn fill(
     let mut gains: Vec<usize> = Vec::new();
     for &t in stateful {
         let base = t as usize * per_task;
-        let active_process = g.process[owner[t as usize] as usize];
         let mut n = slots[base..base + per_task]
             .iter()
             .take_while(|&&s| s != NONE)
@@ -295,6 +302,7 @@ fn fill(
         if n == per_task {
             continue;
         }
+        let active_process = g.process[owner[t as usize] as usize];
         loads.pass(active_process);
         for &s in &slots[base..base + n] {
             loads.pass(g.process[s as usize]);
@@ -821,8 +829,14 @@ fn targets(
             left -= below[p];
         }
     }
-    let mut order: Vec<u32> = (0..m as u32).collect();
-    order.sort_by_key(|&r| (Reverse(active[r as usize] + prev_standbys[r as usize]), r));
+    // Most tasks now first, then rank: each member's key packed into one integer (the
+    // complement of its count above its rank), so an unstable sort of distinct keys is exact
+    // and compares no tuples.
+    let mut keys: Vec<u64> = (0..m)
+        .map(|r| u64::from(!(active[r] + prev_standbys[r])) << 32 | r as u64)
+        .collect();
+    keys.sort_unstable();
+    let order: Vec<u32> = keys.into_iter().map(|k| k as u32).collect();
     for &r in &order {
         let (a, p) = (active[r as usize], g.process[r as usize] as usize);
         if let Some(extra) = &mut extras[p] {
