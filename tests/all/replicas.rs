@@ -428,6 +428,10 @@ fn capture_writes_from_a_stale_view_are_fenced() {
     let key = "assignor/v/capture/g";
     let versions = || cluster.versions(key).expect("the history");
 
+    // A second member joins on A, so that A's failed input (and capture) differs from the
+    // one B, which has not seen it, computes from.
+    a.upsert_member("g", group.members[1].clone())
+        .expect("a second member joins");
     a.compute_target("g").expect_err("the guest panics on A");
     let on_a = a.last_capture("g").expect("captured on A").to_vec();
     assert_eq!(versions(), [(key.to_owned(), 1)]);
