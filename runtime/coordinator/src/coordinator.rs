@@ -2088,7 +2088,8 @@ mod tests {
 
     /// Changes another process stored (a replica's watch): a group's newer record replaces
     /// the one held and an older one is ignored; a record that does not decode is an error
-    /// naming its key and changes nothing; a delete removes the group; a capture is kept.
+    /// naming its key and changes nothing; a delete removes the group; a capture is kept,
+    /// an older capture or delete of it ignored, a newer delete applied.
     #[test]
     fn stored_changes_apply_newest_first_and_refuse_damaged_records() {
         let (writer_store, reader_store) =
@@ -2128,6 +2129,18 @@ mod tests {
             )
             .expect("applies");
         assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
+        let capture = format!("{CAPTURE_KEY_PREFIX}g");
+        reader
+            .apply_stored(&capture, Some(b"older"), Revision::new(15))
+            .expect("an older capture is ignored");
+        reader
+            .apply_stored(&capture, None, Revision::new(15))
+            .expect("so is an older delete");
+        assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
+        reader
+            .apply_stored(&capture, None, Revision::new(18))
+            .expect("applies");
+        assert_eq!(reader.last_capture("g"), None, "deleted");
     }
 
     /// A capacity refusal is not the assignor's failure: it is answered as
