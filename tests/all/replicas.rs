@@ -8,11 +8,15 @@
 //! store's watch, which carries on when the etcd member it was on is killed.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
+use assignor_coordinator::config::BrokerConfig;
+use assignor_coordinator::store::Store as _;
+use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, StateLimits};
+use assignor_store_etcd::EtcdStore;
 use assignor_store_etcd::testing::Cluster;
 use assignor_tests::guests;
 use serde_json::{Value, json};
@@ -343,13 +347,12 @@ fn changes_on_one_replica_reach_the_other_through_the_watch() {
 }
 
 /// A coordinator of `broker`'s built-ins over its own store on `cluster` (a replica's).
-fn coordinator_on(cluster: &Cluster) -> assignor_coordinator::Coordinator {
-    let config = assignor_coordinator::config::BrokerConfig::load(None, &[])
-        .expect("the default broker config");
+fn coordinator_on(cluster: &Cluster) -> Coordinator {
+    let config = BrokerConfig::load(None, &[]).expect("the default broker config");
     let runtime = crate::common::runtime(assignor_sandbox::Limits::default());
     let registry = assignor_coordinator::Registry::build(&runtime, &config).expect("the built-ins");
-    let store = assignor_store_etcd::EtcdStore::open(&cluster.endpoints()).expect("opens");
-    assignor_coordinator::Coordinator::open(registry, &config, Arc::new(store)).expect("opens")
+    let store = EtcdStore::open(&cluster.endpoints()).expect("opens");
+    Coordinator::open(registry, &config, Arc::new(store)).expect("opens")
 }
 
 /// A group delete is fenced by the group's revision: a replica deleting from the state it
@@ -385,4 +388,217 @@ fn a_delete_from_a_stale_state_is_fenced() {
     );
     b.delete_group("g").expect("deleted from the current state");
     assert_eq!(versions(), [], "gone");
+}
+
+/// A coordinator over its own store on `cluster` (a replica's) whose assignor is the
+/// `panics` guest (every computation fails and is captured), on a clock the test moves.
+fn failing_coordinator_on(cluster: &Cluster, seconds: &Arc<AtomicU64>) -> Coordinator {
+    let config = BrokerConfig::load(
+        None,
+        &[format!("group.streams.assignors={}", guests::PANICS)],
+    )
+    .expect("the config");
+    let runtime = crate::common::runtime(assignor_sandbox::Limits::default());
+    let registry = assignor_coordinator::Registry::build(&runtime, &config).expect("the guest");
+    let store = EtcdStore::open(&cluster.endpoints()).expect("opens");
+    let clock = seconds.clone();
+    Coordinator::open(registry, &config, Arc::new(store))
+        .expect("opens")
+        .with_clock(move || UNIX_EPOCH + Duration::from_secs(clock.load(Ordering::SeqCst)))
+}
+
+/// Capture writes are fenced by the capture record's revision: a replica whose computation
+/// fails after another replica's failure of the same group landed (its view is behind) does
+/// not replace that capture but reads it again and keeps it; a replica dropping a capture
+/// (its capture limit lowered) from a view older than another replica's newer capture leaves
+/// that capture stored. (Unconditional, the first case wrote the capture twice and the
+/// second deleted the newer capture.)
+#[test]
+fn capture_writes_from_a_stale_view_are_fenced() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let seconds = Arc::new(AtomicU64::new(1_000_000));
+    let mut a = failing_coordinator_on(&cluster, &seconds);
+    let (group, topology) = crate::common::example();
+    a.alter_config("g", &[(ASSIGNOR_NAME, ConfigOp::Set("panics".into()))])
+        .expect("config");
+    a.set_topology("g", topology).expect("topology");
+    a.upsert_member("g", group.members[0].clone())
+        .expect("a member joins");
+    let mut b = failing_coordinator_on(&cluster, &seconds);
+    let key = "assignor/v/capture/g";
+    let versions = || cluster.versions(key).expect("the history");
+
+    // A second member joins on A, so that A's failed input (and capture) differs from the
+    // one B, which has not seen it, computes from.
+    a.upsert_member("g", group.members[1].clone())
+        .expect("a second member joins");
+    a.compute_target("g").expect_err("the guest panics on A");
+    let on_a = a.last_capture("g").expect("captured on A").to_vec();
+    assert_eq!(versions(), [(key.to_owned(), 1)]);
+    let error = b.compute_target("g").expect_err("the guest panics on B");
+    assert_eq!(
+        error.code(),
+        assignor_coordinator::ErrorCode::CoordinatorNotAvailable,
+        "B's failure record loses to A's: {error}"
+    );
+    assert_eq!(
+        versions(),
+        [(key.to_owned(), 1)],
+        "A's capture is not replaced"
+    );
+    assert_eq!(b.last_capture("g"), Some(&on_a[..]), "B keeps A's capture");
+
+    // B now holds A's failure; past its backoff B fails again and replaces the capture
+    // (conditioned on A's, which it read), while A still holds its own.
+    seconds.fetch_add(3600, Ordering::SeqCst);
+    b.compute_target("g")
+        .expect_err("the guest panics on B again");
+    assert_eq!(
+        versions(),
+        [(key.to_owned(), 2)],
+        "B's capture replaces A's"
+    );
+    a.set_state_limits(StateLimits::default().max_captures(0));
+    assert_eq!(a.last_capture("g"), None, "dropped on A");
+    assert_eq!(versions(), [(key.to_owned(), 2)], "B's newer capture stays");
+    b.set_state_limits(StateLimits::default().max_captures(0));
+    assert_eq!(versions(), [], "dropped by B, which holds it");
+}
+
+/// How long a held watch stays held (see [`hold_watches`]): tenant `a`'s call deadline on
+/// the replicas of the fencing tests, far beyond what the tests take.
+const HOLD: Duration = Duration::from_secs(60);
+
+/// A replica whose watch [`hold_watches`] can hold for [`HOLD`]: tenant `a`'s calls (an
+/// upload's trial among them) may take that long, with a slot to spare beside one.
+fn holding_replica(cluster: &Cluster, dir: &tempfile::TempDir) -> Process {
+    Process::start_with(
+        dir.path(),
+        &[
+            format!("service.store={}", cluster.url()),
+            format!("service.tenant.a.timeout.ms={}", HOLD.as_millis()),
+            "service.tenant.a.max.concurrent.assignments=2".into(),
+        ],
+    )
+}
+
+/// Holds the watches of [`holding_replica`]s: an upload of the `sleeper` guest written to
+/// the store past the replicas' checks (as a replica with looser limits would store it),
+/// whose trial each replica's watch runs, to its deadline, before it applies anything
+/// written after it. Until [`HOLD`] has passed from the returned instant, a replica knows of
+/// tenant `a`'s records only what it read at start, wrote, or read again itself: a view
+/// made stale deterministically.
+fn hold_watches(cluster: &Cluster) -> Instant {
+    let store = EtcdStore::open(&cluster.endpoints()).expect("opens");
+    let sleeper = std::fs::read(guests::SLEEPER).expect("the guest is built");
+    store
+        .put("tenant/a/assignor/sleeper", &sleeper)
+        .expect("written");
+    Instant::now()
+}
+
+/// The etcd version (writes since creation) of tenant `a`'s record `key`; 0 when absent.
+fn record_writes(cluster: &Cluster, key: &str) -> i64 {
+    let key = format!("assignor/v/tenant/a/{key}");
+    let versions = cluster.versions(&key).expect("read the history");
+    versions
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// Asserts that `answer` is the refusal of a write that lost to another replica's.
+fn assert_fenced(what: &str, (status, body): (u16, Value)) {
+    assert_eq!(status, 503, "{what}: {body}");
+    assert_eq!(body["error"]["code"], "COORDINATOR_NOT_AVAILABLE", "{body}");
+    assert_eq!(body["error"]["retriable"], true, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("another replica"), "{message}");
+}
+
+/// Upload writes are fenced by the upload record's revision: with both replicas' watches
+/// held, A deleting, then replacing, an upload B has replaced since A last saw it is refused
+/// (503 `COORDINATOR_NOT_AVAILABLE`, nothing changed: the store has only B's writes), and
+/// each time A reads the record again and serves B's version, so A's retry then lands.
+/// (Unconditional, A's stale delete answered 204 and removed B's version.)
+#[test]
+fn upload_writes_from_a_stale_view_are_fenced() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (ca, cb) = (a.client(), b.client());
+    let sha = |report: &Value| report["sha256"].as_str().map(str::to_owned);
+    let (status, v1) = ca.upload("swap", guests::SWAP_V1);
+    assert_eq!(status, 201, "{v1}");
+    eventually("the upload on B", || listed_sha(&cb, "swap") == sha(&v1));
+    let held = hold_watches(&cluster);
+
+    let (status, v2) = cb.upload("swap", guests::SWAP_V2);
+    assert_eq!(status, 200, "{v2}");
+    assert_fenced("A's delete", ca.delete("/v1/assignors/swap"));
+    assert_eq!(listed_sha(&cb, "swap"), sha(&v2), "B's version stays");
+    assert_eq!(listed_sha(&ca, "swap"), sha(&v2), "A read it again");
+
+    let (status, body) = cb.upload("swap", guests::SWAP_V1);
+    assert_eq!(status, 200, "{body}");
+    assert_fenced("A's replacement", ca.upload("swap", guests::SWAP_V2));
+    assert_eq!(listed_sha(&ca, "swap"), sha(&v1), "A read it again");
+    assert_eq!(
+        record_writes(&cluster, "assignor/swap"),
+        3,
+        "only A's first write and B's two landed"
+    );
+
+    let (status, body) = ca.upload("swap", guests::SWAP_V2);
+    assert_eq!(status, 200, "A's retry: {body}");
+    let (status, body) = ca.delete("/v1/assignors/swap");
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(record_writes(&cluster, "assignor/swap"), 0, "deleted");
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}
+
+/// The limits record's writes are fenced by its revision: with both replicas' watches
+/// held, the admin's change on A after B's (which A has not seen) is refused (503
+/// `COORDINATOR_NOT_AVAILABLE`, B's limits stay) and A takes B's limits, so the retry lands;
+/// then B's reset, from before A's change, is refused the same way.
+/// (Unconditional, A's stale change answered 200 over B's.)
+#[test]
+fn limits_writes_from_a_stale_view_are_fenced() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (admin_a, admin_b) = (
+        Client::new(&a.base, TOKEN_ADMIN),
+        Client::new(&b.base, TOKEN_ADMIN),
+    );
+    let max_groups = |admin: &Client| {
+        let (status, body) = admin.get("/v1/admin/tenants");
+        assert_eq!(status, 200, "{body}");
+        body["tenants"][0]["limits"]["maxGroups"].clone()
+    };
+    let limits = "/v1/admin/tenants/a/limits";
+    let held = hold_watches(&cluster);
+
+    let (status, body) = admin_b.put(limits, br#"{"maxGroups": 7}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_fenced("A's change", admin_a.put(limits, br#"{"maxGroups": 9}"#));
+    assert_eq!(max_groups(&admin_b), 7, "B's limits stay");
+    assert_eq!(max_groups(&admin_a), 7, "A took them");
+    assert_eq!(record_writes(&cluster, "limits"), 1);
+
+    let (status, body) = admin_a.put(limits, br#"{"maxGroups": 9}"#);
+    assert_eq!(status, 200, "A's retry: {body}");
+    assert_fenced("B's reset", admin_b.delete(limits));
+    assert_eq!(max_groups(&admin_b), 9, "B took A's limits");
+    assert_eq!(record_writes(&cluster, "limits"), 2);
+    let (status, body) = admin_b.delete(limits);
+    assert_eq!(status, 200, "B's retry: {body}");
+    assert_eq!(record_writes(&cluster, "limits"), 0, "reset");
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
 }

@@ -532,6 +532,12 @@ pub struct Coordinator {
     capture_bytes: usize,
     /// The `order` of the next capture taken.
     next_capture: u64,
+    /// On a [`SharedStore`](crate::store::SharedStore), the revision of each group's capture
+    /// record as this coordinator last saw it (opened, applied from the watch, written, or
+    /// read again after a lost write), kept here or not: the condition of its next write, so
+    /// that a replica behind never replaces or deletes a newer capture. A group not listed
+    /// had none. Empty on other stores.
+    capture_revisions: BTreeMap<String, Revision>,
     /// The token of the latest write, for [`Coordinator::pending_writes`].
     last_write: SyncToken,
     /// The [`GroupState::incarnation`] of the next group created.
@@ -618,6 +624,7 @@ impl Coordinator {
     ) -> Result<Self, CoordinatorError> {
         let mut groups = BTreeMap::new();
         let mut stored_captures = Vec::new();
+        let mut capture_revisions = BTreeMap::new();
         for (key, value, revision) in entries {
             if let Some(group) = key.strip_prefix(GROUP_KEY_PREFIX) {
                 let mut state = decode(key, value)?;
@@ -625,6 +632,9 @@ impl Coordinator {
                 groups.insert(group.to_owned(), state);
             } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
                 stored_captures.push((group.to_owned(), value.clone()));
+                if store.shared().is_some() {
+                    capture_revisions.insert(group.to_owned(), *revision);
+                }
             }
         }
         // The store keeps no capture times: a group's last failure (which its capture is of,
@@ -656,6 +666,7 @@ impl Coordinator {
             next_capture: captures.len() as u64,
             captures,
             capture_bytes,
+            capture_revisions,
             last_write: SyncToken::DURABLE,
             next_incarnation: 1,
             clock: Box::new(SystemTime::now),
@@ -1451,7 +1462,33 @@ impl Coordinator {
         }
         self.evict_captures(bytes.len());
         let key = format!("{CAPTURE_KEY_PREFIX}{group}");
-        if let Err(e) = self.store.put(&key, &bytes) {
+        let store = self.store.clone();
+        let stored = match store.shared() {
+            None => store.put(&key, &bytes),
+            // Conditional on the capture record this replica last saw: one another replica
+            // wrote since (of a failure this replica had not seen) is newer than this one's
+            // view, so it stays and is the one kept here too.
+            Some(shared) => {
+                let expected = self.held_capture(group);
+                match shared.put_if(&key, &bytes, expected) {
+                    Ok(Conditional::Written(revision)) => {
+                        self.capture_revisions.insert(group.clone(), revision);
+                        Ok(())
+                    }
+                    Ok(Conditional::Conflict(_)) => {
+                        tracing::info!(
+                            group = %group,
+                            assignor = %error.assignor,
+                            "another replica wrote the group's capture first; keeping the stored one"
+                        );
+                        self.read_capture_again(shared, group);
+                        return;
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        if let Err(e) = stored {
             tracing::warn!(
                 group = %group,
                 assignor = %error.assignor,
@@ -1459,11 +1496,60 @@ impl Coordinator {
                 "cannot persist the capture of a failed assignment; kept in memory only"
             );
         }
+        self.keep_capture(group, bytes);
+    }
+
+    /// The revision of `group`'s capture record as last seen ([`Revision::ABSENT`]: none).
+    fn held_capture(&self, group: &str) -> Revision {
+        self.capture_revisions
+            .get(group)
+            .copied()
+            .unwrap_or(Revision::ABSENT)
+    }
+
+    /// Keeps `bytes` as `group`'s capture, in memory, as the newest (the caller has made
+    /// room for it).
+    fn keep_capture(&mut self, group: &str, bytes: Vec<u8>) {
         self.capture_bytes += bytes.len();
         let order = self.next_capture;
         self.next_capture += 1;
         self.captures
-            .insert(group.clone(), KeptCapture { bytes, order });
+            .insert(group.to_owned(), KeptCapture { bytes, order });
+    }
+
+    /// Keeps `bytes`, `group`'s capture as stored (by another process), in place of the one
+    /// held, if the [`StateLimits`] let it in (the oldest others dropped to make room).
+    fn take_capture(&mut self, group: &str, bytes: Option<&[u8]>) {
+        self.forget_capture(group);
+        let limits = self.state_limits;
+        if let Some(bytes) = bytes
+            && limits.max_captures > 0
+            && bytes.len() <= limits.max_capture_bytes
+        {
+            self.evict_captures(bytes.len());
+            self.keep_capture(group, bytes.to_vec());
+        }
+    }
+
+    /// After a capture write of `group` lost its condition: reads the record again and
+    /// keeps it (or none, when it is gone), so that the newest capture is the one kept.
+    /// Best effort, like every capture write: a failed read is logged, and nothing is kept.
+    fn read_capture_again(&mut self, shared: &dyn SharedStore, group: &str) {
+        match shared.get(&format!("{CAPTURE_KEY_PREFIX}{group}")) {
+            Ok(Some((bytes, revision))) => {
+                self.capture_revisions.insert(group.to_owned(), revision);
+                self.take_capture(group, Some(&bytes));
+            }
+            Ok(None) => {
+                self.capture_revisions.remove(group);
+                self.take_capture(group, None);
+            }
+            Err(e) => tracing::warn!(
+                group = %group,
+                error = %e,
+                "cannot read again the capture another replica wrote; none is kept here"
+            ),
+        }
     }
 
     /// Drops the oldest captures until one of `room` more bytes fits the [`StateLimits`]
@@ -1509,9 +1595,31 @@ impl Coordinator {
         true
     }
 
-    /// Deletes `group`'s capture from the store, best effort.
-    fn delete_capture_record(&self, group: &str) {
-        if let Err(e) = self.store.delete(&format!("{CAPTURE_KEY_PREFIX}{group}")) {
+    /// Deletes `group`'s capture from the store, best effort. On a
+    /// [`SharedStore`](crate::store::SharedStore), conditional on the capture record this
+    /// replica last saw: a newer one another replica wrote since stays (its watch brings it
+    /// here, where it is kept within the limits like any other).
+    fn delete_capture_record(&mut self, group: &str) {
+        let key = format!("{CAPTURE_KEY_PREFIX}{group}");
+        let store = self.store.clone();
+        let deleted = match store.shared() {
+            None => store.delete(&key),
+            Some(shared) => match shared.delete_if(&key, self.held_capture(group)) {
+                Ok(Conditional::Written(_)) => {
+                    self.capture_revisions.remove(group);
+                    Ok(())
+                }
+                Ok(Conditional::Conflict(_)) => {
+                    tracing::info!(
+                        group = %group,
+                        "another replica wrote the group's capture since; the newer one stays"
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(e) = deleted {
             tracing::warn!(
                 group = %group,
                 error = %e,
@@ -1686,26 +1794,21 @@ impl Coordinator {
                 Some(bytes) => self.adopt(group, key, bytes, revision)?,
             }
         } else if let Some(group) = key.strip_prefix(CAPTURE_KEY_PREFIX) {
+            if self
+                .capture_revisions
+                .get(group)
+                .is_some_and(|held| *held >= revision)
+            {
+                // This coordinator's own write, or one it has read again since.
+                return Ok(());
+            }
+            match value {
+                Some(_) => self.capture_revisions.insert(group.to_owned(), revision),
+                None => self.capture_revisions.remove(group),
+            };
             // Kept in memory as this coordinator keeps its own: replacing the group's, the
             // oldest dropped to stay within the limits.
-            self.forget_capture(group);
-            let limits = self.state_limits;
-            if let Some(bytes) = value
-                && limits.max_captures > 0
-                && bytes.len() <= limits.max_capture_bytes
-            {
-                self.evict_captures(bytes.len());
-                self.capture_bytes += bytes.len();
-                let order = self.next_capture;
-                self.next_capture += 1;
-                self.captures.insert(
-                    group.to_owned(),
-                    KeptCapture {
-                        bytes: bytes.to_vec(),
-                        order,
-                    },
-                );
-            }
+            self.take_capture(group, value);
         }
         Ok(())
     }
@@ -1713,12 +1816,17 @@ impl Coordinator {
     /// The store keys of the groups and captures this coordinator holds, for a caller that
     /// must tell which of them a full read of the store no longer has.
     pub fn stored_keys(&self) -> Vec<String> {
+        let captures: std::collections::BTreeSet<&String> = self
+            .captures
+            .keys()
+            .chain(self.capture_revisions.keys())
+            .collect();
         self.groups
             .keys()
             .map(|g| format!("{GROUP_KEY_PREFIX}{g}"))
             .chain(
-                self.captures
-                    .keys()
+                captures
+                    .into_iter()
                     .map(|g| format!("{CAPTURE_KEY_PREFIX}{g}")),
             )
             .collect()
@@ -1980,7 +2088,8 @@ mod tests {
 
     /// Changes another process stored (a replica's watch): a group's newer record replaces
     /// the one held and an older one is ignored; a record that does not decode is an error
-    /// naming its key and changes nothing; a delete removes the group; a capture is kept.
+    /// naming its key and changes nothing; a delete removes the group; a capture is kept,
+    /// an older capture or delete of it ignored, a newer delete applied.
     #[test]
     fn stored_changes_apply_newest_first_and_refuse_damaged_records() {
         let (writer_store, reader_store) =
@@ -2020,6 +2129,18 @@ mod tests {
             )
             .expect("applies");
         assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
+        let capture = format!("{CAPTURE_KEY_PREFIX}g");
+        reader
+            .apply_stored(&capture, Some(b"older"), Revision::new(15))
+            .expect("an older capture is ignored");
+        reader
+            .apply_stored(&capture, None, Revision::new(15))
+            .expect("so is an older delete");
+        assert_eq!(reader.last_capture("g"), Some(&b"capture"[..]));
+        reader
+            .apply_stored(&capture, None, Revision::new(18))
+            .expect("applies");
+        assert_eq!(reader.last_capture("g"), None, "deleted");
     }
 
     /// A capacity refusal is not the assignor's failure: it is answered as

@@ -12,6 +12,10 @@
 //! stored and survive restarts, on top of the config file's values, until
 //! `DELETE /v1/admin/tenants/{tenant}/limits` goes back to the file's. Calls already running
 //! finish under the limits they started with; later ones get the new limits at once.
+//! With replicas on one store, a change (or reset) made from limits another replica has
+//! changed since this one last saw them is refused with `COORDINATOR_NOT_AVAILABLE` (503,
+//! retriable, nothing changed), and this replica takes the stored limits first, so the retry
+//! applies the fields sent on top of them.
 //!
 //! `GET /metrics` needs the admin token too: its labels name every tenant and upload, which a
 //! tenant must not learn about another.

@@ -33,6 +33,11 @@
 //! limits (members, subtopologies, partitions, tasks, id length) is refused 400 with the
 //! field, its value and the limit, and nothing is stored.
 //!
+//! With replicas on one store, an upload PUT or DELETE of a name another replica has
+//! stored or deleted since this one last saw it is refused with `COORDINATOR_NOT_AVAILABLE`
+//! (503, retriable, nothing changed); this replica reads the upload again first (loading and
+//! checking it), so a retry acts on the stored version.
+//!
 //! A panic while handling a request answers that request 500 and nothing else: the layer
 //! [`catch_panic`] turns it into an answer, and the tenant's state is never left half
 //! changed (every change is built on a copy; its lock does not poison).

@@ -16,6 +16,7 @@
 //! | 429 | `THROTTLING_QUOTA_EXCEEDED` | the tenant's concurrent assignments stayed full for its deadline |
 //! | 500 | `UNKNOWN_SERVER_ERROR` | the assignor failed (`kind`, `assignor`, `retryAtMs`; the previous target is kept), the store did, or handling the request panicked (a bug; other requests carry on) |
 //! | 503 | `COORDINATOR_NOT_AVAILABLE` | the host had no capacity for the call (`kind` `capacity`, `retriable`): nothing recorded, retry at once |
+//! | 503 | `COORDINATOR_NOT_AVAILABLE` | on a store replicas share, another replica changed the group, upload or limits record first (`retriable`): nothing changed here, the record was read again, retry |
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -121,6 +122,15 @@ impl From<CoordinatorError> for ApiError {
             .with("assignor", error.assignor)
             .with("kind", error.kind.as_str())
             .with("retriable", true),
+            // Another replica changed the group first: nothing changed, the group was read
+            // again, and a retry starts from it.
+            CoordinatorError::Conflict(group) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "COORDINATOR_NOT_AVAILABLE",
+                message,
+            )
+            .with("group", cut(&group, ECHO_BYTES))
+            .with("retriable", true),
             CoordinatorError::UnknownGroup(group) => Self::group_not_found(&group),
             CoordinatorError::UnknownMember { .. } => {
                 Self::new(StatusCode::NOT_FOUND, "UNKNOWN_MEMBER_ID", message)
@@ -186,6 +196,20 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    /// A group change another replica made first is answered 503 `COORDINATOR_NOT_AVAILABLE`,
+    /// retriable, naming the group, not as the service's own 500.
+    #[test]
+    fn a_lost_group_change_is_a_retriable_503() {
+        let e = ApiError::from(CoordinatorError::Conflict("g".into()));
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "COORDINATOR_NOT_AVAILABLE")
+        );
+        assert_eq!(e.extra["group"], "g");
+        assert_eq!(e.extra["retriable"], true);
+        assert!(e.message.contains("another replica"), "{}", e.message);
     }
 
     /// Names echoed in answers are cut: a 1 MiB group id makes a short message.

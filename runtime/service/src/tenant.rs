@@ -20,7 +20,7 @@ use assignor_coordinator::Coordinator;
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::json::parse_input;
-use assignor_coordinator::store::{Revision, Snapshot, Store};
+use assignor_coordinator::store::{Conditional, Revision, Snapshot, Store};
 use assignor_protocol::{LimitOverrides, UploadReport, UsageReport};
 use assignor_sandbox::ComponentAssignor;
 use assignor_sandbox::Runtime;
@@ -45,6 +45,85 @@ const TRIAL_GROUP: &str = include_str!("../../demo/group.json");
 /// takes one while it reads `name()` and runs `configure`.
 const EXTRA_INSTANCE_SLOTS: u32 = 1;
 
+/// Whether `key` (inside the tenant's namespace) is one of the service's own records (an
+/// upload or the limits), not the coordinator's.
+fn is_tenant_record(key: &str) -> bool {
+    key == LIMITS_KEY || key.starts_with(ASSIGNOR_KEY_PREFIX)
+}
+
+/// The answer to a write that lost its condition on a store replicas share: `what` was
+/// changed on another replica since this one last saw it. The same answer as a group change
+/// that loses (`COORDINATOR_NOT_AVAILABLE`, retriable): nothing changed, and this replica has
+/// read the record again, so a retry starts from it.
+fn changed_elsewhere(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "COORDINATOR_NOT_AVAILABLE",
+        format!(
+            "{what} was changed on another replica at the same time; nothing was changed here, \
+             retry the request"
+        ),
+    )
+    .with("retriable", true)
+}
+
+/// The revision `key` was last seen at, among `revisions`: [`Revision::ABSENT`] when absent.
+fn held(revisions: &BTreeMap<String, Revision>, key: &str) -> Revision {
+    revisions.get(key).copied().unwrap_or(Revision::ABSENT)
+}
+
+/// Whether a record of `key` read from the store at `at` (`None`: read now) is newer than
+/// the one last seen: older ones (this replica's own writes coming back through the watch,
+/// or records it has read again since) are not taken.
+fn newer(revisions: &BTreeMap<String, Revision>, key: &str, at: Option<Revision>) -> bool {
+    at.is_none_or(|at| revisions.get(key).is_none_or(|held| *held < at))
+}
+
+/// Notes `key` as read from the store at `at` (`None`: read now), `present` or deleted,
+/// unless a newer record of it was seen.
+fn note(
+    revisions: &mut BTreeMap<String, Revision>,
+    key: &str,
+    present: bool,
+    at: Option<Revision>,
+) {
+    if !newer(revisions, key, at) {
+        return;
+    }
+    match at {
+        Some(at) if present => {
+            revisions.insert(key.to_owned(), at);
+        }
+        _ => {
+            revisions.remove(key);
+        }
+    }
+}
+
+/// What a conditional write of `what` did: `Some` revision when written, `None` when it
+/// lost its condition.
+fn written(outcome: Conditional, what: &str) -> Result<Option<Revision>, ApiError> {
+    match outcome {
+        Conditional::Written(revision) => Ok(Some(revision)),
+        Conditional::Conflict(_) => Ok(None),
+        other => Err(ApiError::internal(format!(
+            "storing {what} had an outcome this service does not know ({other:?}); nothing \
+             changed"
+        ))),
+    }
+}
+
+/// Where a change of a tenant's limits comes from.
+#[derive(Debug, Clone, Copy)]
+enum LimitsSource {
+    /// The admin, on this replica: stored (conditional on the revision held, on a store
+    /// replicas share).
+    Admin,
+    /// The store: the record as the watch brought it at this revision, or as read again
+    /// (`None`: read now, newer than anything held).
+    Stored(Option<Revision>),
+}
+
 /// An uploaded assignor, as listed.
 #[derive(Debug)]
 pub(crate) struct Upload {
@@ -63,6 +142,12 @@ pub(crate) struct Upload {
 pub(crate) struct TenantState {
     pub(crate) coordinator: Coordinator,
     pub(crate) uploads: BTreeMap<String, Upload>,
+    /// On a store replicas share, the revision of each upload's key and of the limits key as
+    /// this replica last saw it (its start-up read, the watch, its own write, or a read after
+    /// a lost write), served here or not: the condition of its next write of the key, so that
+    /// a replica whose view is behind never replaces a newer record. A key not listed was
+    /// absent. Empty on a store only this process writes.
+    revisions: BTreeMap<String, Revision>,
     /// Keep the compiled entries of the registry's broker-configured components in the cache.
     _broker_cached: Vec<CacheRef>,
 }
@@ -325,6 +410,14 @@ impl Tenant {
         for name in uploads.keys() {
             tracing::info!(tenant = %tenant, assignor = %name, "uploaded assignor restored");
         }
+        let revisions = match store.shared() {
+            Some(_) => entries
+                .iter()
+                .filter(|(k, _, _)| is_tenant_record(k))
+                .map(|(k, _, r)| (k.clone(), *r))
+                .collect(),
+            None => BTreeMap::new(),
+        };
         let coordinator = Coordinator::open_from(registry, broker, store.clone(), entries)
             .map_err(|e| store_error("its groups cannot be opened", e.into()))?
             .with_state_limits(limits.state_limits());
@@ -341,6 +434,7 @@ impl Tenant {
             state: Mutex::new(TenantState {
                 coordinator,
                 uploads,
+                revisions,
                 _broker_cached: broker_cached,
             }),
             settings: RwLock::new(Arc::new(Settings {
@@ -382,16 +476,22 @@ impl Tenant {
     /// to the file's values), all or nothing: the new limits are checked, every upload is
     /// reloaded under them (one that no longer loads refuses the change, named), the
     /// overrides are stored, and only then do new calls see them.
+    ///
+    /// On a store replicas share, the write is conditional on the revision of the limits
+    /// record this replica last saw: when another replica changed it since, nothing changes,
+    /// the answer is `COORDINATOR_NOT_AVAILABLE` (503, retriable) and this replica takes the
+    /// stored limits, so the retry starts from them.
     pub(crate) fn set_limits(&self, overrides: LimitOverrides) -> Result<Arc<Settings>, ApiError> {
-        self.change_limits(overrides, true)
+        self.change_limits(overrides, LimitsSource::Admin)
     }
 
-    /// [`set_limits`](Self::set_limits), storing the overrides when `store` (not when another
-    /// replica stored them).
+    /// [`set_limits`](Self::set_limits) when `source` is the admin; else applies limits
+    /// another replica stored, without storing them again (and, from the watch, only if this
+    /// replica has not seen a newer record meanwhile).
     fn change_limits(
         &self,
         overrides: LimitOverrides,
-        store: bool,
+        source: LimitsSource,
     ) -> Result<Arc<Settings>, ApiError> {
         let limits = self
             .configured
@@ -411,6 +511,15 @@ impl Tenant {
         })?;
         let broker_cached = hold_components(&self.cache, &registry);
         let mut state = self.state();
+        if let LimitsSource::Stored(Some(revision)) = source
+            && state
+                .revisions
+                .get(LIMITS_KEY)
+                .is_some_and(|held| *held >= revision)
+        {
+            // A newer record was taken while these limits were prepared.
+            return Ok(self.settings());
+        }
         // The uploads as this replica holds them (each as stored: a change another replica
         // makes reaches this one through the watch).
         let keys: Vec<(String, Bytes)> = state
@@ -433,16 +542,45 @@ impl Tenant {
                     .with("assignor", assignor)
                 },
             )?;
-        if store {
-            let stored = if overrides == LimitOverrides::default() {
-                self.store.delete(LIMITS_KEY)
-            } else {
-                self.store
+        if let LimitsSource::Admin = source {
+            let failed =
+                |e| ApiError::internal(format!("storing the limits failed, nothing changed: {e}"));
+            let reset = overrides == LimitOverrides::default();
+            match self.store.shared() {
+                None if reset => self.store.delete(LIMITS_KEY).map_err(failed)?,
+                None => self
+                    .store
                     .put(LIMITS_KEY, &LimitsRecord::encode(&overrides))
-            };
-            stored.map_err(|e| {
-                ApiError::internal(format!("storing the limits failed, nothing changed: {e}"))
-            })?;
+                    .map_err(failed)?,
+                Some(shared) => {
+                    let expected = held(&state.revisions, LIMITS_KEY);
+                    let outcome = if reset {
+                        shared.delete_if(LIMITS_KEY, expected)
+                    } else {
+                        shared.put_if(LIMITS_KEY, &LimitsRecord::encode(&overrides), expected)
+                    }
+                    .map_err(failed)?;
+                    match written(outcome, "the limits")? {
+                        Some(revision) if !reset => {
+                            state.revisions.insert(LIMITS_KEY.to_owned(), revision);
+                        }
+                        Some(_) => {
+                            state.revisions.remove(LIMITS_KEY);
+                        }
+                        None => {
+                            drop(state);
+                            self.read_again(LIMITS_KEY);
+                            return Err(changed_elsewhere("this tenant's limits record"));
+                        }
+                    }
+                }
+            }
+        }
+        if let LimitsSource::Stored(revision) = source {
+            // Noted with the limits it stands for, under the same lock, so that a write of
+            // this replica conditioned on it starts from them.
+            let present = overrides != LimitOverrides::default();
+            note(&mut state.revisions, LIMITS_KEY, present, revision);
         }
         *state.coordinator.registry_mut() = registry;
         state.coordinator.set_state_limits(limits.state_limits());
@@ -604,11 +742,28 @@ impl Tenant {
                 ),
             ));
         }
-        self.store
-            .put(&format!("{ASSIGNOR_KEY_PREFIX}{name}"), bytes)
-            .map_err(|e| {
-                ApiError::internal(format!("storing the upload failed, nothing changed: {e}"))
-            })?;
+        let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+        let failed =
+            |e| ApiError::internal(format!("storing the upload failed, nothing changed: {e}"));
+        match self.store.shared() {
+            None => self.store.put(&key, bytes).map_err(failed)?,
+            // Conditional on the revision this replica last saw: an upload of the name
+            // another replica stored (or deleted) since is not replaced from an older view.
+            Some(shared) => {
+                let expected = held(&state.revisions, &key);
+                let outcome = shared.put_if(&key, bytes, expected).map_err(failed)?;
+                match written(outcome, "the upload")? {
+                    Some(revision) => {
+                        state.revisions.insert(key, revision);
+                    }
+                    None => {
+                        drop(state);
+                        self.read_again(&key);
+                        return Err(changed_elsewhere(&format!("upload `{name}`")));
+                    }
+                }
+            }
+        }
         state.make_selectable(name, bytes.clone(), checked);
         Ok(replaced)
     }
@@ -638,7 +793,7 @@ impl Tenant {
                 "reading upload `{name}` from the store failed: {e}"
             ))
         })?;
-        let Some((bytes, _)) = stored else {
+        let Some((bytes, revision)) = stored else {
             return Ok(false);
         };
         let checked = self.check_stored(&name, &bytes).map_err(|e| {
@@ -654,10 +809,12 @@ impl Tenant {
             .with("assignor", name.clone())
         })?;
         let mut state = self.state();
-        if state.uploads.contains_key(&name) {
-            // Loaded meanwhile by another request of this replica.
-            return Ok(true);
+        if state.uploads.contains_key(&name) || !newer(&state.revisions, &key, Some(revision)) {
+            // Loaded meanwhile by another request of this replica, or a newer record of it
+            // seen (and served, or refused) meanwhile.
+            return Ok(state.uploads.contains_key(&name));
         }
+        state.revisions.insert(key, revision);
         tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
         state.make_selectable(&name, Bytes::from(bytes), checked);
         Ok(true)
@@ -682,70 +839,129 @@ impl Tenant {
     /// and changes nothing): `value` is the key's new value (`None`: deleted) at `revision`.
     /// An upload is loaded and checked here before it is served, and one that fails is no
     /// longer served; limits are applied as an admin's change is, without storing them again.
-    /// `Err` says why the change is refused (a record that does not decode, an upload that
-    /// fails its checks, limits under which an upload does not load); what it refuses is left
-    /// as it was, except a failed upload, whose older version is not served either.
+    /// A record older than the one this replica last saw (its own write, or one it read again
+    /// after losing a write) is not taken. `Err` says why the change is refused (a record that
+    /// does not decode, an upload that fails its checks, limits under which an upload does not
+    /// load); what it refuses is left as it was, except a failed upload, whose older version is
+    /// not served either. A refused record still counts as seen: the next write of its key
+    /// here is conditioned on it.
     pub(crate) fn apply_change(
         &self,
         key: &str,
         value: Option<&[u8]>,
         revision: Revision,
     ) -> Result<(), String> {
-        if key == LIMITS_KEY {
-            let overrides = match value {
-                None => LimitOverrides::default(),
-                Some(bytes) => LimitsRecord::decode(bytes)
-                    .map_err(|e| format!("the limits record does not decode: {e}"))?,
-            };
-            if overrides == self.settings().overrides {
-                return Ok(());
-            }
-            self.change_limits(overrides, false)
-                .map_err(|e| format!("the stored limits are not applied here: {}", e.message))?;
-            tracing::info!(tenant = %self.name, "applied limits another replica stored");
-            return Ok(());
-        }
-        if let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) {
-            let Some(bytes) = value else {
-                let mut state = self.state();
-                if state.uploads.remove(name).is_some() {
-                    state.coordinator.registry_mut().remove(name);
-                    tracing::info!(tenant = %self.name, assignor = %name, "an upload another replica deleted is no longer served");
-                }
-                return Ok(());
-            };
-            let current = self
-                .state()
-                .uploads
-                .get(name)
-                .is_some_and(|u| u.component.as_ref() == bytes);
-            if current {
-                return Ok(());
-            }
-            // Compiles and runs a trial: without the tenant's lock.
-            let checked = match self.check_stored(name, bytes) {
-                Ok(checked) => checked,
-                Err(e) => {
-                    let mut state = self.state();
-                    if state.uploads.remove(name).is_some() {
-                        state.coordinator.registry_mut().remove(name);
-                    }
-                    return Err(format!(
-                        "upload `{name}` does not pass this replica's checks and is not served \
-                         here: {}",
-                        e.message
-                    ));
-                }
-            };
-            self.state()
-                .make_selectable(name, Bytes::copy_from_slice(bytes), checked);
-            tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
-            return Ok(());
+        if is_tenant_record(key) {
+            return self.take_record(key, value, Some(revision));
         }
         self.state()
             .coordinator
             .apply_stored(key, value, revision)
             .map_err(|e| e.to_string())
+    }
+
+    /// Takes `value`, an upload's or the limits record as stored under `key` at `at` (`None`:
+    /// read now, after a lost write; only for an absent key), unless a newer one was seen.
+    fn take_record(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+        at: Option<Revision>,
+    ) -> Result<(), String> {
+        if !newer(&self.state().revisions, key, at) {
+            return Ok(());
+        }
+        if key == LIMITS_KEY {
+            let taken = match value.map(LimitsRecord::decode).transpose() {
+                Err(e) => Err(format!("the limits record does not decode: {e}")),
+                Ok(overrides) => {
+                    let overrides = overrides.unwrap_or_default();
+                    if overrides == self.settings().overrides {
+                        let mut state = self.state();
+                        note(&mut state.revisions, key, value.is_some(), at);
+                        return Ok(());
+                    }
+                    self.change_limits(overrides, LimitsSource::Stored(at))
+                        .map(|_| {
+                            tracing::info!(tenant = %self.name, "applied limits another replica stored");
+                        })
+                        .map_err(|e| format!("the stored limits are not applied here: {}", e.message))
+                }
+            };
+            if taken.is_err() {
+                let mut state = self.state();
+                note(&mut state.revisions, key, value.is_some(), at);
+            }
+            return taken;
+        }
+        let Some(name) = key.strip_prefix(ASSIGNOR_KEY_PREFIX) else {
+            return Ok(());
+        };
+        let Some(bytes) = value else {
+            let mut state = self.state();
+            if !newer(&state.revisions, key, at) {
+                return Ok(());
+            }
+            state.revisions.remove(key);
+            if state.uploads.remove(name).is_some() {
+                state.coordinator.registry_mut().remove(name);
+                tracing::info!(tenant = %self.name, assignor = %name, "an upload another replica deleted is no longer served");
+            }
+            return Ok(());
+        };
+        {
+            let mut state = self.state();
+            if state
+                .uploads
+                .get(name)
+                .is_some_and(|u| u.component.as_ref() == bytes)
+            {
+                note(&mut state.revisions, key, true, at);
+                return Ok(());
+            }
+        }
+        // Compiles and runs a trial: without the tenant's lock.
+        let checked = self.check_stored(name, bytes);
+        let mut state = self.state();
+        if !newer(&state.revisions, key, at) {
+            // A newer record of the name was taken meanwhile.
+            return Ok(());
+        }
+        note(&mut state.revisions, key, true, at);
+        match checked {
+            Ok(checked) => {
+                state.make_selectable(name, Bytes::copy_from_slice(bytes), checked);
+                tracing::info!(tenant = %self.name, assignor = %name, "loaded and checked an upload another replica stored");
+                Ok(())
+            }
+            Err(e) => {
+                if state.uploads.remove(name).is_some() {
+                    state.coordinator.registry_mut().remove(name);
+                }
+                Err(format!(
+                    "upload `{name}` does not pass this replica's checks and is not served \
+                     here: {}",
+                    e.message
+                ))
+            }
+        }
+    }
+
+    /// After a write of `key` lost its condition: reads the record again and takes it, so
+    /// that a retry starts from what is stored. Best effort: a read that fails, or a record
+    /// not taken here, is logged (the watch brings the record later).
+    fn read_again(&self, key: &str) {
+        let Some(shared) = self.store.shared() else {
+            return;
+        };
+        let taken = match shared.get(key) {
+            Ok(Some((bytes, revision))) => self.take_record(key, Some(&bytes), Some(revision)),
+            Ok(None) => self.take_record(key, None, None),
+            Err(e) => Err(format!("reading it again failed: {e}")),
+        };
+        if let Err(why) = taken {
+            tracing::warn!(tenant = %self.name, key, error = %why, "a record another replica changed is not taken here after this replica's write of it lost");
+        }
     }
 
     /// Applies a full read of the store at `at` (the watch's reset, after etcd compacted the
@@ -766,7 +982,11 @@ impl Tenant {
                     .keys()
                     .map(|n| format!("{ASSIGNOR_KEY_PREFIX}{n}")),
             );
+            // Records seen but not served here (refused) are held too: their revisions go.
+            held.extend(state.revisions.keys().cloned());
             held.push(LIMITS_KEY.to_owned());
+            held.sort();
+            held.dedup();
             held
         };
         for key in held {
@@ -807,11 +1027,24 @@ impl Tenant {
             )
             .with("groups", users));
         }
-        self.store
-            .delete(&format!("{ASSIGNOR_KEY_PREFIX}{name}"))
-            .map_err(|e| {
-                ApiError::internal(format!("deleting the upload failed, nothing changed: {e}"))
-            })?;
+        let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+        let failed =
+            |e| ApiError::internal(format!("deleting the upload failed, nothing changed: {e}"));
+        match self.store.shared() {
+            None => self.store.delete(&key).map_err(failed)?,
+            // Fenced like the upload's other writes: a version another replica stored since
+            // this one last saw the key is not deleted from the older view.
+            Some(shared) => {
+                let expected = held(&state.revisions, &key);
+                let outcome = shared.delete_if(&key, expected).map_err(failed)?;
+                if written(outcome, "the upload's deletion")?.is_none() {
+                    drop(state);
+                    self.read_again(&key);
+                    return Err(changed_elsewhere(&format!("upload `{name}`")));
+                }
+                state.revisions.remove(&key);
+            }
+        }
         state.coordinator.registry_mut().remove(name);
         state.uploads.remove(name);
         Ok(())
