@@ -82,12 +82,17 @@ fn sandboxed_equals_native_and_passes_the_checks() {
 }
 
 /// Without rack information (the harness's groups have none) the component returns exactly
-/// the `sticky` built-in's assignment.
+/// the `sticky` built-in's assignment with tag load slack `none`, the sticky pass rack-aware
+/// runs (full tag diversity; some of the groups have tags).
 #[test]
 fn without_racks_the_component_is_sticky() {
     let rt = runtime(Limits::default());
     let component = load(&rt, guests::RACK_AWARE, &[]);
-    let sticky = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
+    let config = BTreeMap::from([(
+        "group.streams.sticky.tag.load.slack".to_owned(),
+        "none".to_owned(),
+    )]);
+    let sticky = Assignor::builtin("sticky", &config).expect("built-in");
     for case in assignor_sdk::harness::suite::random(GroupBounds::default(), 11, 16) {
         let (a, _) = component
             .assign(&case.group, &case.topology)

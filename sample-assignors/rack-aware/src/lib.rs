@@ -8,7 +8,9 @@
 //! # Algorithm
 //!
 //! 1. **Sticky first.** [`StickyAssignor`] computes the balanced, minimally moving assignment
-//!    (actives and standbys). Its per-member counts of stateful and of stateless actives are
+//!    (actives and standbys), as [`STICKY_PASS`]: with tag load slack `none`, so every task's
+//!    copies cover as many `rackAwareAssignmentTags` values as sticky can give them whatever
+//!    that costs in load (sticky's own default bounds the load instead). Its per-member counts of stateful and of stateless actives are
 //!    the capacities the optimisation must keep, so balance stays exactly what sticky made it
 //!    (within one per kind and in total).
 //! 2. **Applicability.** Rack-aware assignment applies only when every member has a `rackId`,
@@ -68,7 +70,12 @@
 //! - Actives: minimum total cost under the model above among all assignments with those
 //!   counts (`min_traffic`), so cross-rack partitions never exceed sticky's.
 //! - `balance_subtopology`: every subtopology's per-member count differs by at most one.
-//! - Identical to sticky when racks make no difference or rack information is missing.
+//! - Full tag diversity: with `rackAwareAssignmentTags`, standbys are placed by sticky with
+//!   tag load slack `none` (diversity before load, the harness's `tag-diversity` rule) and
+//!   swapped only between members with identical tag values, so uneven zones can load their
+//!   members unevenly, as sticky's crate documentation describes for slack `none`.
+//! - Identical to [`STICKY_PASS`] (sticky with tag load slack `none`; without tags, sticky's
+//!   default) when racks make no difference or rack information is missing.
 //! - Fixed point: assigning again with the output as the current assignment changes nothing
 //!   (the optimum relative to sticky stays optimal relative to itself; standby rounds stop
 //!   on a placement sticky keeps and from which no round improves).
@@ -130,6 +137,10 @@ use assignor_sdk::{
 use sticky_assignor::StickyAssignor;
 
 use crate::racks::Racks;
+
+/// The sticky assignor every pass of this one runs: sticky's defaults but tag load slack
+/// `none`, so standbys put tag diversity before load (see the crate documentation).
+pub const STICKY_PASS: StickyAssignor = StickyAssignor::new().with_tag_load_slack(None);
 
 /// Rounds of standby swaps, each followed by a sticky pass that may re-level them.
 const STANDBY_ROUNDS: usize = 16;
@@ -216,7 +227,7 @@ impl RackAwareAssignor {
         group: &GroupSpec,
         topology: &Topology,
     ) -> Result<Outcome, AssignError> {
-        let sticky = StickyAssignor::new().assign(group, topology)?;
+        let sticky = STICKY_PASS.assign(group, topology)?;
         let unchanged = |decision| Outcome {
             assignment: sticky.clone(),
             decision,
@@ -271,7 +282,7 @@ impl RackAwareAssignor {
             for (m, set) in moved.members.iter_mut().zip(sets) {
                 m.active_tasks = set;
             }
-            StickyAssignor::new().assign(&with_current(&moved), topology)?
+            STICKY_PASS.assign(&with_current(&moved), topology)?
         };
         // Rounds of swaps, each checked by sticky. A round whose result sticky keeps is the
         // output; one where sticky re-levels is accepted only if sticky's placement reads
@@ -295,7 +306,7 @@ impl RackAwareAssignor {
                 m.standby_tasks = s.into_iter().collect();
             }
             // Swaps can free room that sticky's levelling would use.
-            let kept = StickyAssignor::new().assign(&with_current(&swapped), topology)?;
+            let kept = STICKY_PASS.assign(&with_current(&swapped), topology)?;
             if kept == swapped {
                 assignment = swapped;
                 break;

@@ -5,8 +5,7 @@ mod common;
 
 use assignor_sdk::{GroupAssignment, GroupSpec, TaskAssignor, Topology};
 use common::*;
-use rack_aware_assignor::{Decision, RackAwareAssignor, Strategy};
-use sticky_assignor::StickyAssignor;
+use rack_aware_assignor::{Decision, RackAwareAssignor, STICKY_PASS, Strategy};
 
 /// 12 members over 3 racks (4 per rack, 2 per process), two stateful and one stateless
 /// subtopology of 16 partitions reading one topic each, skewed: a partition's replicas sit in
@@ -38,7 +37,7 @@ fn full_replication_changes_nothing() {
         assert_eq!(out.decision, Decision::Optimised);
         assert_eq!(
             out.assignment,
-            StickyAssignor::new().assign(&group, &topology).unwrap()
+            STICKY_PASS.assign(&group, &topology).unwrap()
         );
         assert_eq!(out.active_cross_rack, (0, 0));
     }
@@ -49,7 +48,7 @@ fn full_replication_changes_nothing() {
 #[test]
 fn skewed_racks_cut_cross_rack_traffic() {
     let (group, topology) = skewed();
-    let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
+    let sticky = STICKY_PASS.assign(&group, &topology).unwrap();
     let out = run(&RackAwareAssignor::default(), &group, &topology);
     let (before, after) = (
         cost(&group, &topology, &sticky),
@@ -96,7 +95,7 @@ fn balance_subtopology_keeps_skew_within_one() {
 #[test]
 fn missing_rack_information_falls_back() {
     let (group, topology) = skewed();
-    let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
+    let sticky = STICKY_PASS.assign(&group, &topology).unwrap();
     let a = RackAwareAssignor::default();
 
     let mut no_rack = group.clone();
@@ -134,10 +133,7 @@ fn missing_rack_information_falls_back() {
     for (assignor, group, topology, expected) in cases {
         let out = assignor.assign_with_outcome(group, topology).unwrap();
         assert_eq!(out.decision, expected);
-        assert_eq!(
-            out.assignment,
-            StickyAssignor::new().assign(group, topology).unwrap()
-        );
+        assert_eq!(out.assignment, STICKY_PASS.assign(group, topology).unwrap());
     }
     assert_ne!(
         a.assign(&group, &topology).unwrap(),
@@ -257,7 +253,7 @@ fn optimal_against_brute_force() {
             non_overlap_cost: rng.below(6) as u32,
             ..RackAwareAssignor::default()
         };
-        let sticky = StickyAssignor::new().assign(&group, &topology).unwrap();
+        let sticky = STICKY_PASS.assign(&group, &topology).unwrap();
         let out = run(&a, &group, &topology);
         let s = owners(&topology, &sticky);
         let mut left = [

@@ -7,7 +7,7 @@ use std::ops::RangeInclusive;
 use assignor_sdk::{GroupSpec, Member, TaskAssignor, TaskId, Topology};
 use common::*;
 use proptest::prelude::*;
-use sticky_assignor::StickyAssignor;
+use sticky_assignor::{DEFAULT_TAG_LOAD_SLACK, StickyAssignor};
 
 /// A small deterministic generator (splitmix64), so one seed spells out a whole group.
 struct Rng(u64);
@@ -209,12 +209,11 @@ fn churn(group: &GroupSpec, topology: &Topology, seed: u64) -> (GroupSpec, Topol
     (next, topology)
 }
 
-/// Fails unless, on the group of `shape` with tag load slack `k`, the result is valid, a fixed
-/// point, and every member's actives plus standbys lie within `k` of the range the untagged
-/// placement gives.
-fn assert_within_tag_load_slack(shape: &Shape, k: u32) {
+/// Fails unless, on the group of `shape`, `sticky` (whose tag load slack is `k`) returns a
+/// valid result, a fixed point, on which every member's actives plus standbys lie within `k`
+/// of the range the untagged placement gives.
+fn assert_within_tag_load_slack(shape: &Shape, sticky: &StickyAssignor, k: u32) {
     let (group, topology) = random_group(shape, false);
-    let sticky = StickyAssignor::new().with_tag_load_slack(Some(k));
     let a = sticky
         .assign(&group, &topology)
         .expect("sticky never fails");
@@ -247,7 +246,12 @@ fn tag_load_slack_holds_on_the_first_counterexample() {
         uneven: false,
         seed: 5_467_384_449_500_874_728,
     };
-    assert_within_tag_load_slack(&shape, 1);
+    let k = 1;
+    assert_within_tag_load_slack(
+        &shape,
+        &StickyAssignor::new().with_tag_load_slack(Some(k)),
+        k,
+    );
 }
 
 /// Cases per property: 160, or `PROPTEST_CASES` when set (for longer local runs; an explicit
@@ -327,6 +331,18 @@ proptest! {
         shape in prop_oneof![1 => shapes(), 3 => crowded_shapes()],
         k in 0u32..=3,
     ) {
-        assert_within_tag_load_slack(&shape, k);
+        let sticky = StickyAssignor::new().with_tag_load_slack(Some(k));
+        assert_within_tag_load_slack(&shape, &sticky, k);
+    }
+
+    /// The default assignor (tag load slack [`DEFAULT_TAG_LOAD_SLACK`]) keeps, with rack-aware
+    /// tags, every member's actives plus standbys within that slack of the range the untagged
+    /// placement gives, and its result is valid and a fixed point.
+    #[test]
+    fn default_tag_load_slack_bounds_load(
+        shape in prop_oneof![1 => shapes(), 3 => crowded_shapes()],
+    ) {
+        let k = DEFAULT_TAG_LOAD_SLACK.expect("the default is a bound");
+        assert_within_tag_load_slack(&shape, &StickyAssignor::new(), k);
     }
 }

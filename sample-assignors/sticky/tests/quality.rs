@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use assignor_sdk::{GroupAssignment, GroupSpec, Member, TaskAssignor, TaskId, Topology};
 use common::*;
-use sticky_assignor::{StickyAssignor, TAG_LOAD_SLACK};
+use sticky_assignor::{DEFAULT_TAG_LOAD_SLACK, StickyAssignor, TAG_LOAD_SLACK};
 
 /// splitmix64: one seed spells out a scenario.
 struct Rng(u64);
@@ -185,11 +185,12 @@ fn orphans_go_to_their_caught_up_standby() {
 }
 
 /// Single-member processes in zones of 5, 3 and 1 (tag `zone`), two standbys, 25 stateful
-/// and 9 stateless tasks, cold and after a second process joins the small zone: by default
-/// (diversity first) every task covers three zones and the lone member carries nearly all of
-/// them; with `group.streams.sticky.tag.load.slack` = `k`, every member's actives plus
-/// standbys stay within `k` of the untagged placement's range (`k` = 0: the untagged balance)
-/// and the tasks cover three zones wherever that bound allows. Each result is a fixed point.
+/// and 9 stateless tasks, cold and after a second process joins the small zone: with
+/// `group.streams.sticky.tag.load.slack` = `none` (diversity first) every task covers three
+/// zones and the lone member carries nearly all of them; with `k`, and by default (1), every
+/// member's actives plus standbys stay within `k` of the untagged placement's range (`k` = 0:
+/// the untagged balance) and the tasks cover three zones wherever that bound allows. Each
+/// result is a fixed point.
 #[test]
 fn zones_of_uneven_size_keep_load_within_the_slack() {
     let topology = topology(&[(13, true), (12, true), (9, false)]);
@@ -204,10 +205,18 @@ fn zones_of_uneven_size_keep_load_within_the_slack() {
     }
     let mut cold = group(members, 2);
     cold.configs.rack_aware_assignment_tags = vec!["zone".into()];
-    for slack in ["none", "0", "1", "2"] {
+    // No key: the default.
+    for slack in ["", "none", "0", "1", "2"] {
         let mut sticky = StickyAssignor::new();
-        let config = BTreeMap::from([(TAG_LOAD_SLACK.to_owned(), slack.to_owned())]);
-        sticky.configure(&config).expect("valid");
+        if !slack.is_empty() {
+            let config = BTreeMap::from([(TAG_LOAD_SLACK.to_owned(), slack.to_owned())]);
+            sticky.configure(&config).expect("valid");
+        }
+        let bound = match slack {
+            "" => DEFAULT_TAG_LOAD_SLACK.map(|k| k as usize),
+            "none" => None,
+            k => Some(k.parse::<usize>().expect("an integer")),
+        };
         let assign = |g: &GroupSpec| {
             let a = sticky.assign(g, &topology).expect("sticky never fails");
             check(g, &topology, &a);
@@ -232,7 +241,7 @@ fn zones_of_uneven_size_keep_load_within_the_slack() {
                 spread(&totals(out)),
                 totals(out).iter().max().unwrap()
             ));
-            let Ok(k) = slack.parse::<usize>() else {
+            let Some(k) = bound else {
                 assert_eq!(full, 25, "diversity first");
                 continue;
             };
@@ -250,8 +259,10 @@ fn zones_of_uneven_size_keep_load_within_the_slack() {
             );
         }
         println!(
-            "slack {slack:>4}: zones 5/3/1: {}; zones 5/3/2: {}",
-            figures[0], figures[1]
+            "slack {:>7}: zones 5/3/1: {}; zones 5/3/2: {}",
+            if slack.is_empty() { "default" } else { slack },
+            figures[0],
+            figures[1]
         );
     }
 }

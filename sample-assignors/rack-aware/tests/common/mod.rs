@@ -9,8 +9,7 @@ use assignor_sdk::{
     AssignmentConfigs, GroupAssignment, GroupSpec, Member, SourceTopic, Subtopology, TaskAssignor,
     TaskId, TaskSet, Topology,
 };
-use rack_aware_assignor::{Outcome, RackAwareAssignor, Strategy};
-use sticky_assignor::StickyAssignor;
+use rack_aware_assignor::{Outcome, RackAwareAssignor, STICKY_PASS, Strategy};
 
 /// A small deterministic generator (splitmix64), so one seed spells out a whole group.
 pub struct Rng(pub u64);
@@ -96,13 +95,12 @@ pub fn assignor(strategy: Strategy) -> RackAwareAssignor {
 
 /// Assigns, failing the test unless the result is valid, keeps every standby off its
 /// active's process and its other standbys' processes, gives every member exactly sticky's
+/// ([`STICKY_PASS`], the sticky assignor rack-aware runs)
 /// stateful and stateless active counts, and places as many standbys as sticky, within
 /// sticky's bound on actives plus standbys where it makes one.
 pub fn run(a: &RackAwareAssignor, group: &GroupSpec, topology: &Topology) -> Outcome {
     let out = a.assign_with_outcome(group, topology).expect("assigns");
-    let sticky = StickyAssignor::new()
-        .assign(group, topology)
-        .expect("sticky");
+    let sticky = STICKY_PASS.assign(group, topology).expect("sticky");
     check(group, topology, &out.assignment);
     for stateful in [true, false] {
         assert_eq!(
