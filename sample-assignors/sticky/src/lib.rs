@@ -115,9 +115,9 @@
 //!   on its process carries all of them. Actives are placed first (minimum movement and
 //!   stickiness win), so the condition is on the actives as placed. Then the standbys still
 //!   fill to the lowest common level the caps allow, and members of one process end within
-//!   one of each other. With tags, every member ends within the tag load slack (default
-//!   1) of this untagged placement; with slack `none`, tag diversity ranks above this bound
-//!   (see *Rack-aware standbys*).
+//!   one of each other. With tags, every member ends within the tag load slack (by
+//!   default one task) of this untagged placement's range; with slack `none`, tag diversity
+//!   ranks above this bound (see *Rack-aware standbys*).
 //! - **Minimum movement.** The actives that change owner are exactly the orphaned tasks plus
 //!   each surviving owner's excess over its target — the fewest any assignment within these
 //!   balance bounds can move. With a single kind of task this is the textbook bound (the
