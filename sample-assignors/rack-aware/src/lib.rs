@@ -10,9 +10,9 @@
 //! 1. **Sticky first.** [`StickyAssignor`] computes the balanced, minimally moving assignment
 //!    (actives and standbys), as [`STICKY_PASS`]: with tag load slack `none`, so every task's
 //!    copies cover as many `rackAwareAssignmentTags` values as sticky can give them whatever
-//!    that costs in load (sticky's own default bounds the load instead). Its per-member counts of stateful and of stateless actives are
-//!    the capacities the optimisation must keep, so balance stays exactly what sticky made it
-//!    (within one per kind and in total).
+//!    that costs in load (sticky's own default bounds the load instead). Its per-member
+//!    counts of stateful and of stateless actives are the capacities the optimisation must
+//!    keep, so balance stays exactly what sticky made it (within one per kind and in total).
 //! 2. **Applicability.** Rack-aware assignment applies only when every member has a `rackId`,
 //!    every task has at least one input partition (from [`Subtopology::source_topics`]) and
 //!    every such partition lists the racks of its replicas. Otherwise — and with strategy
