@@ -64,12 +64,7 @@ fn replica(cluster: &Cluster, dir: &tempfile::TempDir) -> Process {
 
 /// The etcd version (writes since creation) of tenant `a`'s group `group`'s record.
 fn writes_of(cluster: &Cluster, group: &str) -> i64 {
-    let key = format!("assignor/v/tenant/a/group/{group}");
-    let versions = cluster.versions(&key).expect("read the history");
-    versions
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or(0, |(_, v)| *v)
+    record_writes(cluster, &format!("group/{group}"))
 }
 
 /// The computations tenant `a` ran on `replica`, from its metrics.
