@@ -181,6 +181,36 @@ fn required_rules_decide_the_verdict() {
     );
 }
 
+/// `caught-up-placement` tells an assignor that follows its state from one that ignores it:
+/// the sticky component holds it on every case, within the lag its configuration gives too,
+/// while `balanced` (which ignores offsets, as Kafka's does) breaks it on some case.
+#[test]
+fn caught_up_placement_tells_sticky_from_balanced() {
+    let limits = Limits::default();
+    let rt = runtime(limits.clone());
+    let require = |lag| CheckOptions {
+        require: vec!["caught-up-placement"],
+        acceptable_recovery_lag: lag,
+        ..CheckOptions::default()
+    };
+    let sticky = Assignor::Component(Arc::new(load(&rt, guests::STICKY, &[])));
+    let report = check::run(&sticky, "sticky", &limits, require(10_000));
+    assert!(report.passed(), "{}", report.render(false));
+    let lag = "300";
+    let config = [("group.streams.acceptable.recovery.lag", lag)];
+    let sticky = Assignor::Component(Arc::new(load(&rt, guests::STICKY, &config)));
+    let report = check::run(&sticky, "sticky", &limits, require(300));
+    assert!(report.passed(), "{}", report.render(false));
+    assert_eq!(report.to_json()["acceptableRecoveryLag"], 300);
+    let balanced = Assignor::Component(Arc::new(load(&rt, guests::BALANCED, &[])));
+    let report = check::run(&balanced, "balanced", &limits, require(10_000));
+    assert!(
+        report.failed_rules().contains(&"caught-up-placement") && !report.passed(),
+        "{}",
+        report.render(false)
+    );
+}
+
 /// A capture written by a failed call loads as a test case: the group and topology of the
 /// sandboxed failure run natively through the harness.
 #[test]

@@ -1,7 +1,7 @@
 //! Checks of an assignment, each a [`Check`] naming its rule and, when it fails, saying
 //! exactly what broke; a [`Report`] collects them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use super::counts;
@@ -15,7 +15,8 @@ pub type Run<'a> = dyn Fn(&GroupSpec, &Topology) -> Result<GroupAssignment, Stri
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     /// The rule's stable name: `valid`, `active-balance`, `total-balance`,
-    /// `minimum-movement`, `fixed-point`, `standby-placement`, `tag-diversity`.
+    /// `minimum-movement`, `fixed-point`, `standby-placement`, `tag-diversity`,
+    /// `caught-up-placement`.
     pub rule: &'static str,
     /// `Err` says what broke, naming members and tasks.
     pub outcome: Result<(), String>,
@@ -345,8 +346,167 @@ pub fn tag_diversity(
     Check::new("tag-diversity", outcome)
 }
 
+/// Kafka Streams' default `acceptable.recovery.lag`: the lag up to which a process counts as
+/// caught up on a task in [`caught_up_placement`].
+pub const ACCEPTABLE_RECOVERY_LAG: i64 = 10_000;
+
+/// Member `member`'s lag on `task`: the task's end (the highest end offset or offset any
+/// member reports for it) less the member's reported offset. A current standby reporting no
+/// offset is at the end (lag 0), a warm-up reporting none at offset 0; `None`: the member
+/// holds no state of the task.
+pub fn lag(group: &GroupSpec, member: usize, task: TaskId) -> Option<i64> {
+    let end = group
+        .members
+        .iter()
+        .flat_map(|m| [m.task_end_offsets.get(&task), m.task_offsets.get(&task)])
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    lag_to(group.members.get(member)?, task, end)
+}
+
+fn lag_to(member: &crate::Member, task: TaskId, end: i64) -> Option<i64> {
+    match member.task_offsets.get(&task) {
+        Some(&offset) => Some(end.saturating_sub(offset).max(0)),
+        None if member.standby_tasks.contains(&task) => Some(0),
+        None if member.warmup_tasks.contains(&task) => Some(end.max(0)),
+        None => None,
+    }
+}
+
+/// Which processes are caught up on which tasks: a process is caught up on a task when any
+/// of its members (they share one state directory) is within `acceptable_lag` of its end.
+struct CaughtUp {
+    /// Each member's process, as an index.
+    process: Vec<usize>,
+    /// Each process's members.
+    members: Vec<Vec<usize>>,
+    /// Per task, the processes caught up on it.
+    processes: HashMap<TaskId, BTreeSet<usize>>,
+}
+
+impl CaughtUp {
+    fn new(group: &GroupSpec, acceptable_lag: i64) -> Self {
+        let mut ids: HashMap<&str, usize> = HashMap::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut process = Vec::with_capacity(group.members.len());
+        for (i, m) in group.members.iter().enumerate() {
+            let next = ids.len();
+            let p = *ids.entry(m.process_id.as_str()).or_insert(next);
+            if p == members.len() {
+                members.push(Vec::new());
+            }
+            members[p].push(i);
+            process.push(p);
+        }
+        let mut end: HashMap<TaskId, i64> = HashMap::new();
+        for m in &group.members {
+            for (&t, &o) in m.task_end_offsets.iter().chain(&m.task_offsets) {
+                let e = end.entry(t).or_insert(o);
+                *e = (*e).max(o);
+            }
+        }
+        let mut processes: HashMap<TaskId, BTreeSet<usize>> = HashMap::new();
+        for (i, m) in group.members.iter().enumerate() {
+            let held = m
+                .task_offsets
+                .keys()
+                .chain(&m.standby_tasks)
+                .chain(&m.warmup_tasks);
+            for &t in held {
+                let task_end = end.get(&t).copied().unwrap_or(0);
+                if lag_to(m, t, task_end).is_some_and(|l| l <= acceptable_lag) {
+                    processes.entry(t).or_default().insert(process[i]);
+                }
+            }
+        }
+        Self {
+            process,
+            members,
+            processes,
+        }
+    }
+
+    fn of(&self, member: usize, task: TaskId) -> bool {
+        self.processes
+            .get(&task)
+            .is_some_and(|p| p.contains(&self.process[member]))
+    }
+
+    /// The members of the processes caught up on `task`.
+    fn holders(&self, task: TaskId) -> impl Iterator<Item = usize> + '_ {
+        self.processes
+            .get(&task)
+            .into_iter()
+            .flatten()
+            .flat_map(|&p| self.members[p].iter().copied())
+    }
+}
+
+/// `caught-up-placement`: stateful actives follow their state where that costs no balance.
+/// No two stateful actives of one subtopology that changed owner could trade owners (which
+/// changes no member's counts) and put more of them on caught-up processes — a process being
+/// caught up on a task when one of its members is within `acceptable_lag` of the task's end
+/// (see [`lag`]; [`ACCEPTABLE_RECOVERY_LAG`] is Kafka's default). Actives kept by their
+/// current owner are left out: stickiness ranks above lag. An orphaned active given to a
+/// process with no state while a process holding its standby took another moved active of
+/// the subtopology that it is not caught up on breaks the rule too.
+///
+/// Assignors that ignore offsets (as Kafka's own `balanced` does) fail it on groups that
+/// report them; `assignor check` reports it without deciding the verdict.
+pub fn caught_up_placement(
+    group: &GroupSpec,
+    topology: &Topology,
+    assignment: &GroupAssignment,
+    acceptable_lag: i64,
+) -> Check {
+    let caught_up = CaughtUp::new(group, acceptable_lag);
+    let stateful = |t: TaskId| topology.subtopology(t).is_some_and(|s| s.is_stateful);
+    // Per member, per subtopology: the stateful actives it took over.
+    let moved: Vec<BTreeMap<u32, Vec<TaskId>>> = group
+        .members
+        .iter()
+        .zip(&assignment.members)
+        .map(|(m, out)| {
+            let mut by_subtopology: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+            for &t in &out.active_tasks {
+                if stateful(t) && !m.active_tasks.contains(&t) {
+                    by_subtopology.entry(t.subtopology).or_default().push(t);
+                }
+            }
+            by_subtopology
+        })
+        .collect();
+    let outcome = (|| {
+        for (o, tasks) in moved.iter().enumerate() {
+            for &t in tasks.values().flatten().filter(|&&t| !caught_up.of(o, t)) {
+                for c in caught_up.holders(t) {
+                    let partners = moved[c].get(&t.subtopology).map_or(&[][..], Vec::as_slice);
+                    let better = partners
+                        .iter()
+                        .find(|&&u| caught_up.of(o, u) || !caught_up.of(c, u));
+                    if let Some(&u) = better {
+                        return Err(format!(
+                            "{} on \"{}\" and {} on \"{}\" would be better exchanged: more \
+                             of them would be on processes caught up on them",
+                            topology.task_name(t),
+                            group.members[o].member_id,
+                            topology.task_name(u),
+                            group.members[c].member_id,
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    Check::new("caught-up-placement", outcome)
+}
+
 /// Every check: validity, active balance (spread ≤ 1), total balance (spread ≤ 1), minimum
-/// movement, fixed point, standby placement and tag diversity. If the assignment is invalid
+/// movement, fixed point, standby placement, tag diversity and caught-up placement (within
+/// [`ACCEPTABLE_RECOVERY_LAG`]). If the assignment is invalid
 /// the others are skipped: they would only repeat the damage.
 pub fn all(
     run: &Run<'_>,
@@ -365,6 +525,12 @@ pub fn all(
         .with(fixed_point(run, group, topology, assignment))
         .with(standby_placement(group, topology, assignment))
         .with(tag_diversity(group, topology, assignment))
+        .with(caught_up_placement(
+            group,
+            topology,
+            assignment,
+            ACCEPTABLE_RECOVERY_LAG,
+        ))
 }
 
 #[cfg(test)]
@@ -459,5 +625,87 @@ mod tests {
             minimum_movement(&group, &topology, &a).outcome,
             Err("2 active tasks changed owner where 1 suffice for a balanced assignment".into())
         );
+    }
+    /// Two moved actives whose exchange would put both on processes caught up on them are
+    /// named; after the exchange, or with a lag bound that counts neither member caught up,
+    /// the rule holds.
+    #[test]
+    fn caught_up_placement_names_a_better_exchange() {
+        let (group, topology) = Scenario::new()
+            .stateful("s", 2)
+            .member("a", "p1", |m| m.offset("s", 1, 1_000))
+            .member("b", "p2", |m| m.offset("s", 0, 1_000))
+            .build();
+        let (t0, t1) = (TaskId::new(0, 0), TaskId::new(0, 1));
+        let mut a = GroupAssignment::empty_for(&group);
+        a.members[0].active_tasks.insert(t0);
+        a.members[1].active_tasks.insert(t1);
+        assert_eq!(
+            caught_up_placement(&group, &topology, &a, ACCEPTABLE_RECOVERY_LAG).outcome,
+            Err(
+                "s_0 on \"a\" and s_1 on \"b\" would be better exchanged: more of them would \
+                 be on processes caught up on them"
+                    .into()
+            )
+        );
+        assert!(caught_up_placement(&group, &topology, &a, -1).passed());
+        a.members[0].active_tasks = [t1].into();
+        a.members[1].active_tasks = [t0].into();
+        assert!(caught_up_placement(&group, &topology, &a, ACCEPTABLE_RECOVERY_LAG).passed());
+    }
+
+    /// A member caught up only beyond the bound is not caught up: an end offset far ahead
+    /// of the reported offset leaves the exchange worthless.
+    #[test]
+    fn caught_up_placement_uses_the_lag_bound() {
+        let (mut group, topology) = Scenario::new()
+            .stateful("s", 2)
+            .member("a", "p1", |m| m.offset("s", 1, 100))
+            .member("b", "p2", |m| m)
+            .build();
+        let t1 = TaskId::new(0, 1);
+        group.members[1]
+            .task_end_offsets
+            .insert(t1, 100 + ACCEPTABLE_RECOVERY_LAG);
+        let mut a = GroupAssignment::empty_for(&group);
+        a.members[0].active_tasks.insert(TaskId::new(0, 0));
+        a.members[1].active_tasks.insert(t1);
+        assert_eq!(lag(&group, 0, t1), Some(ACCEPTABLE_RECOVERY_LAG));
+        assert!(!caught_up_placement(&group, &topology, &a, ACCEPTABLE_RECOVERY_LAG).passed());
+        group.members[1]
+            .task_end_offsets
+            .insert(t1, 101 + ACCEPTABLE_RECOVERY_LAG);
+        assert!(caught_up_placement(&group, &topology, &a, ACCEPTABLE_RECOVERY_LAG).passed());
+    }
+
+    /// An orphaned active given to a process with no state, while the process holding its
+    /// standby took another moved active it holds no state of, breaks the rule; a kept
+    /// active is never an exchange partner (stickiness first), and another member of a
+    /// caught-up process counts as caught up (one state directory).
+    #[test]
+    fn caught_up_placement_promotes_standbys() {
+        let (group, topology) = Scenario::new()
+            .stateful("s", 3)
+            .member("a", "p1", |m| m.active("s", [2]).offset("s", 0, 0))
+            .member("b", "p2", |m| m.standby("s", [0]))
+            .member("b2", "p2", |m| m)
+            .member("c", "p3", |m| m)
+            .build();
+        let (t0, t1, t2) = (TaskId::new(0, 0), TaskId::new(0, 1), TaskId::new(0, 2));
+        let mut a = GroupAssignment::empty_for(&group);
+        a.members[0].active_tasks.insert(t2);
+        a.members[2].active_tasks.insert(t1);
+        a.members[3].active_tasks.insert(t0);
+        assert_eq!(
+            caught_up_placement(&group, &topology, &a, 0).outcome,
+            Err(
+                "s_0 on \"c\" and s_1 on \"b2\" would be better exchanged: more of them would \
+                 be on processes caught up on them"
+                    .into()
+            )
+        );
+        a.members[2].active_tasks = [t0].into();
+        a.members[3].active_tasks = [t1].into();
+        assert!(caught_up_placement(&group, &topology, &a, 0).passed());
     }
 }

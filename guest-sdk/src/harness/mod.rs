@@ -3,9 +3,9 @@
 //! real sandbox through the runtime with exactly the same scenarios and checks.
 //!
 //! - [`Scenario`]: groups written the way Kafka's own tests read.
-//! - [`checks`]: validity, balance, minimum movement, fixed point, standby placement and tag
-//!   diversity, each a [`Check`] naming its rule and saying what broke; [`checks::all`] runs
-//!   them into a [`Report`].
+//! - [`checks`]: validity, balance, minimum movement, fixed point, standby placement, tag
+//!   diversity and caught-up placement, each a [`Check`] naming its rule and saying what
+//!   broke; [`checks::all`] runs them into a [`Report`].
 //! - [`counts`]: per-member task counts and their spread, for an assignor's own balance
 //!   assertions.
 //! - [`converge`](fn@converge): membership churn, each output fed back, checked every step.

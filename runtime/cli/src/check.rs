@@ -5,10 +5,11 @@
 //! Rules `runs` (no trap, limit or guest error), `valid` (the runtime accepts the output) and
 //! `deterministic` (the same input gives the same output, which the coordinator relies on)
 //! decide the verdict. The quality rules of the harness (balance, movement, fixed point,
-//! standby placement, tag diversity) are advisory unless `--require`d: assignors promise
-//! different things.
+//! standby placement, tag diversity, caught-up placement) are advisory unless `--require`d:
+//! assignors promise different things (Kafka's `balanced`, and the samples written like it,
+//! ignore offsets, so they fail caught-up placement on groups that report them).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assignor_sdk::harness::strategy::GroupBounds;
 use assignor_sdk::harness::suite::{self, Case};
@@ -27,13 +28,14 @@ use assignor_sandbox::{ErrorKind, TaskAssignorError};
 /// The rules that decide the verdict.
 pub const REQUIRED: [&str; 3] = ["runs", "valid", "deterministic"];
 /// The harness's quality rules, advisory unless required with `--require`.
-pub const ADVISORY: [&str; 6] = [
+pub const ADVISORY: [&str; 7] = [
     "active-balance",
     "total-balance",
     "minimum-movement",
     "fixed-point",
     "standby-placement",
     "tag-diversity",
+    "caught-up-placement",
 ];
 /// A figure at or above this share of its limit is flagged.
 pub const NEAR_LIMIT: f64 = 0.8;
@@ -49,17 +51,40 @@ pub struct CheckOptions {
     pub require: Vec<&'static str>,
     /// Where captures of failed calls are written; `None`: not written.
     pub capture_dir: Option<PathBuf>,
+    /// The lag up to which a process counts as caught up on a task, for `caught-up-placement`.
+    pub acceptable_recovery_lag: i64,
 }
 
 impl Default for CheckOptions {
-    /// 64 random groups, seed 0, no extra rules, no captures.
+    /// 64 random groups, seed 0, no extra rules, no captures, Kafka's default
+    /// `acceptable.recovery.lag` ([`checks::ACCEPTABLE_RECOVERY_LAG`]).
     fn default() -> Self {
         Self {
             cases: 64,
             seed: 0,
             require: Vec::new(),
             capture_dir: None,
+            acceptable_recovery_lag: checks::ACCEPTABLE_RECOVERY_LAG,
         }
+    }
+}
+
+/// The lag `caught-up-placement` uses with the assignor's configuration `config`: its
+/// `group.streams.acceptable.recovery.lag` (the key the built-in `sticky` reads), else Kafka's
+/// default; an error naming the key when its value is not a count.
+pub fn acceptable_recovery_lag(
+    config: &std::collections::BTreeMap<String, String>,
+) -> Result<i64, String> {
+    let key = sticky_assignor::ACCEPTABLE_RECOVERY_LAG;
+    match config.get(key) {
+        None => Ok(checks::ACCEPTABLE_RECOVERY_LAG),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(|lag| i64::try_from(lag).unwrap_or(i64::MAX))
+            .map_err(|_| {
+                format!("--config {key}={v:?}: not a lag (a whole number of offsets, at least 0)")
+            }),
     }
 }
 
@@ -123,7 +148,7 @@ pub fn run(
     ));
     let results = cases
         .into_iter()
-        .map(|case| run_case(assignor, case, options.capture_dir.as_deref()))
+        .map(|case| run_case(assignor, case, &options))
         .collect();
     CheckReport {
         assignor: assignor.name().to_owned(),
@@ -166,7 +191,7 @@ impl CheckReport {
     }
 }
 
-fn run_case(assignor: &Assignor, case: Case, capture_dir: Option<&Path>) -> CaseResult {
+fn run_case(assignor: &Assignor, case: Case, options: &CheckOptions) -> CaseResult {
     let Case {
         name,
         group,
@@ -204,7 +229,7 @@ fn run_case(assignor: &Assignor, case: Case, capture_dir: Option<&Path>) -> Case
                 )
             };
             result.checks.extend([runs, valid]);
-            if let Some(dir) = capture_dir {
+            if let Some(dir) = &options.capture_dir {
                 let capture = capture::of_failure(assignor, &group, &topology, &e);
                 result.capture = capture::save(dir, &capture).ok();
             }
@@ -228,6 +253,12 @@ fn run_case(assignor: &Assignor, case: Case, capture_dir: Option<&Path>) -> Case
         checks::fixed_point(&run, &group, &topology, &assignment),
         checks::standby_placement(&group, &topology, &assignment),
         checks::tag_diversity(&group, &topology, &assignment),
+        checks::caught_up_placement(
+            &group,
+            &topology,
+            &assignment,
+            options.acceptable_recovery_lag,
+        ),
     ]);
     result
 }
@@ -361,6 +392,7 @@ impl CheckReport {
             "assignor": { "name": self.assignor, "source": self.source, "sha256": self.sha256 },
             "limits": CallLimits::from(limits),
             "seed": self.options.seed,
+            "acceptableRecoveryLag": self.options.acceptable_recovery_lag,
             "cases": cases,
             "rules": rules,
             "nearLimit": near,
@@ -518,5 +550,31 @@ fn millions(fuel: u64) -> String {
         format!("{:.0}K", fuel as f64 / 1e3)
     } else {
         format!("{:.1}M", fuel as f64 / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// The lag comes from the assignor's configuration when given, else Kafka's default; a
+    /// value that is not a count is refused naming the key, and a count beyond `i64` is
+    /// saturated rather than wrapped.
+    #[test]
+    fn acceptable_recovery_lag_reads_the_configuration() {
+        let key = sticky_assignor::ACCEPTABLE_RECOVERY_LAG;
+        let with = |v: &str| BTreeMap::from([(key.to_owned(), v.to_owned())]);
+        assert_eq!(acceptable_recovery_lag(&BTreeMap::new()), Ok(10_000));
+        assert_eq!(acceptable_recovery_lag(&with(" 300 ")), Ok(300));
+        assert_eq!(
+            acceptable_recovery_lag(&with(&u64::MAX.to_string())),
+            Ok(i64::MAX)
+        );
+        for bad in ["-1", "ten", ""] {
+            let why = acceptable_recovery_lag(&with(bad)).expect_err(bad);
+            assert!(why.contains(key), "{why}");
+        }
     }
 }

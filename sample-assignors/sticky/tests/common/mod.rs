@@ -248,82 +248,21 @@ pub fn totals_can_be_within_one(
     forced <= high && high <= room
 }
 
-/// Kafka's default `acceptable.recovery.lag`, the assignor's default.
-pub const ACCEPTABLE_LAG: i64 = 10_000;
-
-/// Member `i`'s lag on `task` as the crate documentation defines it: the task's end (the
-/// highest end offset or offset any member reports) less the member's offset; a current
-/// standby reporting none is at the end, a warm-up reporting none at offset 0; `None` without
-/// local state.
-pub fn lag(group: &GroupSpec, i: usize, task: TaskId) -> Option<i64> {
-    let end = group
-        .members
-        .iter()
-        .flat_map(|m| [m.task_end_offsets.get(&task), m.task_offsets.get(&task)])
-        .flatten()
-        .copied()
-        .max()
-        .unwrap_or(0);
-    let m = &group.members[i];
-    match m.task_offsets.get(&task) {
-        Some(&offset) => Some((end - offset).max(0)),
-        None if m.standby_tasks.contains(&task) => Some(0),
-        None if m.warmup_tasks.contains(&task) => Some(end.max(0)),
-        None => None,
-    }
-}
-
-/// Whether member `i`'s process holds state of `task` within [`ACCEPTABLE_LAG`]: its members
+/// Whether member `i`'s process holds state of `task` within Kafka's default lag: its members
 /// share one state directory.
 pub fn caught_up(group: &GroupSpec, i: usize, task: TaskId) -> bool {
     let process = &group.members[i].process_id;
     (0..group.members.len())
         .filter(|&j| group.members[j].process_id == *process)
-        .any(|j| lag(group, j, task).is_some_and(|l| l <= ACCEPTABLE_LAG))
+        .any(|j| checks::lag(group, j, task).is_some_and(|l| l <= checks::ACCEPTABLE_RECOVERY_LAG))
 }
 
-/// `caught-up-placement`: no two stateful actives of one subtopology that changed owner could
-/// trade owners (which changes no count, so costs no balance or spread) and put more of them
-/// on caught-up processes. Actives kept by their previous owner are left out: stickiness ranks
-/// above lag.
+/// The harness's `caught-up-placement` within Kafka's default lag, the assignor's default.
 pub fn caught_up_placement(group: &GroupSpec, topology: &Topology, a: &GroupAssignment) -> Report {
-    let stateful = |t: &TaskId| topology.subtopology(*t).is_some_and(|s| s.is_stateful);
-    let moved: Vec<Vec<TaskId>> = group
-        .members
-        .iter()
-        .zip(&a.members)
-        .map(|(m, out)| {
-            out.active_tasks
-                .iter()
-                .copied()
-                .filter(|t| stateful(t) && !m.active_tasks.contains(t))
-                .collect()
-        })
-        .collect();
-    let outcome = (|| {
-        for (o, tasks) in moved.iter().enumerate() {
-            for &t in tasks.iter().filter(|&&t| !caught_up(group, o, t)) {
-                for c in (0..group.members.len()).filter(|&c| caught_up(group, c, t)) {
-                    let better = moved[c].iter().find(|&&u| {
-                        u.subtopology == t.subtopology
-                            && (caught_up(group, o, u) || !caught_up(group, c, u))
-                    });
-                    if let Some(&u) = better {
-                        return Err(format!(
-                            "{} on {} and {} on {} would be better exchanged",
-                            topology.task_name(t),
-                            group.members[o].member_id,
-                            topology.task_name(u),
-                            group.members[c].member_id
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(())
-    })();
-    Report::default().with(checks::Check {
-        rule: "caught-up-placement",
-        outcome,
-    })
+    Report::default().with(checks::caught_up_placement(
+        group,
+        topology,
+        a,
+        checks::ACCEPTABLE_RECOVERY_LAG,
+    ))
 }

@@ -26,7 +26,9 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Make an advisory rule decide the verdict too (repeatable): active-balance,
-    /// total-balance, minimum-movement, fixed-point, standby-placement, tag-diversity.
+    /// total-balance, minimum-movement, fixed-point, standby-placement, tag-diversity,
+    /// caught-up-placement (within the `group.streams.acceptable.recovery.lag` given with
+    /// `--config`, else 10000).
     #[arg(long = "require", value_name = "RULE", value_parser = check::parse_rule)]
     require: Vec<&'static str>,
     /// Print one JSON object (documented in the README) instead of the report.
@@ -44,6 +46,8 @@ pub fn check(args: CheckArgs, cache: &crate::CacheArgs) -> anyhow::Result<ExitCo
     let limits = args.limits.limits();
     let runtime = crate::runtime(limits.clone(), cache)?;
     let config: BTreeMap<String, String> = args.config.iter().cloned().collect();
+    let acceptable_recovery_lag =
+        check::acceptable_recovery_lag(&config).map_err(anyhow::Error::msg)?;
     let mut out = std::io::stdout().lock();
     let assignor = match resolve_assignor(&runtime, &args.assignor, &config) {
         Ok(a) => a,
@@ -67,6 +71,7 @@ pub fn check(args: CheckArgs, cache: &crate::CacheArgs) -> anyhow::Result<ExitCo
         seed: args.seed,
         require: args.require,
         capture_dir: args.capture.dir(),
+        acceptable_recovery_lag,
     };
     let report = check::run(&assignor, &args.assignor, &limits, options);
     if args.json {
