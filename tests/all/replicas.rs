@@ -21,7 +21,7 @@ use assignor_store_etcd::testing::Cluster;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
-use crate::service::{Client, TOKEN_ADMIN, group_doc};
+use crate::service::{Client, TOKEN_ADMIN, TOKEN_B, group_doc};
 use crate::service_restart::Process;
 
 /// Rounds of concurrent triggers, each on a new group epoch.
@@ -596,4 +596,42 @@ fn limits_writes_from_a_stale_view_are_fenced() {
     assert_eq!(status, 200, "B's retry: {body}");
     assert_eq!(record_writes(&cluster, "limits"), 0, "reset");
     assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}
+
+/// Uploads load off the watch's thread, one tenant's at a time: while tenant `a`'s upload
+/// loads on both replicas (its trial sleeping to the tenant's deadline, [`HOLD`]), a group
+/// tenant `b` writes on A reaches B within [`SEEN_WITHIN`], while a group tenant `a` writes
+/// on A after the upload waits behind its load on B, in order. (With every change applied on
+/// the watch's thread, tenant `b`'s group waited for tenant `a`'s load too.)
+#[test]
+fn a_slow_upload_does_not_hold_back_other_tenants_changes() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let held = hold_watches(&cluster);
+    let (tenant_a_on_a, tenant_b_on_a, tenant_b_on_b) = (
+        a.client(),
+        Client::new(&a.base, TOKEN_B),
+        Client::new(&b.base, TOKEN_B),
+    );
+    let (status, body) = tenant_a_on_a.put("/v1/groups/held", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = tenant_b_on_a.put("/v1/groups/free", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let epoch = body["groupEpoch"].clone();
+    eventually("tenant b's group on B", || {
+        tenant_b_on_b.get("/v1/groups/free").1["groupEpoch"] == epoch
+    });
+    assert_eq!(
+        b.client().get("/v1/groups/held").0,
+        404,
+        "tenant a's group waits behind its upload's load"
+    );
+    assert!(
+        held.elapsed() < HOLD,
+        "tenant a's load was running throughout"
+    );
 }

@@ -50,7 +50,9 @@
 //!   With `service.store=etcd://…` the same keys live in an etcd cluster instead
 //!   ([`EtcdStore`]), and `store.redb` is not used. Several replicas may then share the
 //!   cluster: each follows the store's watch (see `replication`), which brings what the
-//!   others write (uploads, loaded and checked here before they serve; limits; groups),
+//!   others write (uploads, loaded and checked here before they serve; limits; groups;
+//!   each tenant's applied in order on a thread of its own, so one tenant's slow load holds
+//!   back no other tenant),
 //!   writes a group conditionally on the revision it holds (`SharedStore::put_if`; a replica
 //!   whose target commit loses plans again from the stored group, or answers with the
 //!   winner's target), writes uploads, the limits record and captures conditionally on the
@@ -91,7 +93,8 @@
 //! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
 //! - `metrics`: the Prometheus metrics.
 //! - `records`: the service's own stored record, a tenant's limit overrides.
-//! - `replication`: on a store replicas share, the watch that brings the others' changes.
+//! - `replication`: on a store replicas share, the watch that brings the others' changes,
+//!   and the tenants' threads that apply them.
 //! - `error`: the error answer and its status/code table.
 
 #![deny(missing_docs)]
