@@ -137,6 +137,11 @@ pub struct Snapshot {
     /// The store's revision the keys were read at: every write made after the read has a
     /// higher revision.
     pub at: Revision,
+    /// Keys that exist but whose records cannot be read (damaged, or a chunk of the value
+    /// gone), each with why, sorted by key: listed only by a watch's reset
+    /// ([`WatchEvent::Reset`]), which must not stop for one record; a reader that must see
+    /// every key ([`SharedStore::load_prefix`]) fails naming the record instead.
+    pub damaged: Vec<(String, String)>,
 }
 
 /// A [`SharedStore::watch`]: the changes other processes (and this one) make, in order.
@@ -152,7 +157,8 @@ pub enum WatchEvent {
     /// Keys written or deleted, in the order they were, by one or more transactions.
     Changes(Vec<Change>),
     /// The watch could not resume from where it was (the store compacted that history): every
-    /// key as it is now, read at `at`; a key not listed is gone. Later changes follow.
+    /// key as it is now, read at `at`; a key listed in neither `entries` nor `damaged` is
+    /// gone (a damaged one exists, but is not to be applied). Later changes follow.
     Reset(Snapshot),
     /// The watch broke (why) and resumed: no change was missed. For logs and metrics.
     Resumed(String),

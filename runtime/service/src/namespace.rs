@@ -76,6 +76,11 @@ impl SharedStore for Namespaced {
                 .filter_map(|(k, v, r)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v, r)))
                 .collect(),
             at: snapshot.at,
+            damaged: snapshot
+                .damaged
+                .into_iter()
+                .filter_map(|(k, why)| Some((k.strip_prefix(&self.prefix)?.to_owned(), why)))
+                .collect(),
         })
     }
 

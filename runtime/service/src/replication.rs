@@ -49,9 +49,11 @@ enum Pending {
         value: Result<Option<Vec<u8>>, String>,
         revision: Revision,
     },
-    /// Every key of the tenant as read again at `at`, after a compaction.
+    /// Every key of the tenant as read again at `at`, after a compaction: those read, and
+    /// those whose records cannot be read (with why).
     Reset {
         entries: Vec<(String, Vec<u8>, Revision)>,
+        damaged: Vec<(String, String)>,
         at: Revision,
     },
 }
@@ -254,8 +256,16 @@ fn route(routes: &[Route], event: WatchEvent, metrics: &WatchMetrics) -> bool {
                         Some((k.strip_prefix(&to.prefix)?.to_owned(), v.clone(), *r))
                     })
                     .collect();
+                let damaged = snapshot
+                    .damaged
+                    .iter()
+                    .filter_map(|(k, why)| {
+                        Some((k.strip_prefix(&to.prefix)?.to_owned(), why.clone()))
+                    })
+                    .collect();
                 to.lane.push(Pending::Reset {
                     entries,
+                    damaged,
                     at: snapshot.at,
                 });
             }
@@ -289,8 +299,19 @@ fn apply(tenant: &Tenant, item: Pending, metrics: &WatchMetrics) {
                 }
             }
         }
-        Pending::Reset { entries, at } => {
-            for (key, why) in tenant.apply_reset(&entries, at) {
+        Pending::Reset {
+            entries,
+            damaged,
+            at,
+        } => {
+            // A damaged record is skipped as the changes' path skips it: the key keeps what
+            // this replica holds, and everything else is applied.
+            let kept: Vec<&str> = damaged.iter().map(|(k, _)| k.as_str()).collect();
+            for (key, why) in damaged
+                .iter()
+                .cloned()
+                .chain(tenant.apply_reset(&entries, &kept, at))
+            {
                 tracing::warn!(tenant = %tenant.name, key, error = %why, "a record read again after a compaction is not applied");
                 metrics.count("refused");
             }
@@ -334,6 +355,7 @@ mod tests {
         lane.push(change("group/g", 4));
         lane.push(Pending::Reset {
             entries: Vec::new(),
+            damaged: Vec::new(),
             at: Revision::new(5),
         });
         lane.push(change("group/g", 6));

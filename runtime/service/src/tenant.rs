@@ -372,6 +372,7 @@ impl Tenant {
                     .map(|(k, v)| (k, v, Revision::ABSENT))
                     .collect(),
                 at: Revision::ABSENT,
+                damaged: Vec::new(),
             }),
         }
         .map_err(|e| store_error("its records cannot be read", e.into()))?;
@@ -965,11 +966,13 @@ impl Tenant {
     }
 
     /// Applies a full read of the store at `at` (the watch's reset, after etcd compacted the
-    /// history it needed): `entries` are the tenant's keys now; those this replica holds that
-    /// are not among them are gone. Returns the refusals, each with its key.
+    /// history it needed): `entries` are the tenant's keys now, and `damaged` (sorted) keys
+    /// that exist but could not be read, which keep what this replica holds; those this
+    /// replica holds that are among neither are gone. Returns the refusals, each with its key.
     pub(crate) fn apply_reset(
         &self,
         entries: &[(String, Vec<u8>, Revision)],
+        damaged: &[&str],
         at: Revision,
     ) -> Vec<(String, String)> {
         let mut refused = Vec::new();
@@ -993,6 +996,7 @@ impl Tenant {
             if entries
                 .binary_search_by(|(k, _, _)| k.as_str().cmp(&key))
                 .is_err()
+                && damaged.binary_search(&key.as_str()).is_err()
                 && let Err(why) = self.apply_change(&key, None, at)
             {
                 refused.push((key, why));

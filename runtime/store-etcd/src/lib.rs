@@ -883,6 +883,76 @@ mod tests {
         assert_eq!(changes[0].key, "tenant/t/group/later");
     }
 
+    /// A watch's reset after a compaction reads every record it can and lists the damaged
+    /// ones, each naming its etcd key: a record that does not decode and a chunked value
+    /// whose chunk was altered do not stop it, and changes follow. (When they failed the whole
+    /// read, the reset was tried again and again until they were repaired: no event came.)
+    #[test]
+    fn a_reset_lists_damaged_records_and_reads_the_rest() {
+        let cluster = Cluster::start(1).unwrap();
+        let a = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let b = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let before = b.shared().unwrap().load_prefix("").unwrap().at;
+        a.put("tenant/t/group/good", b"fine").unwrap();
+        a.put("tenant/t/assignor/big", &big(3 << 20, 7)).unwrap();
+        cluster
+            .put("assignor/v/tenant/t/group/bad", b"garbage")
+            .unwrap();
+        let chunks = cluster.versions("assignor/c/").unwrap();
+        assert!(chunks.len() > 1, "the value is chunked: {chunks:?}");
+        cluster.put(&chunks[0].0, b"altered").unwrap();
+        cluster.compact().unwrap();
+
+        let rx = forward(b.shared().unwrap().watch(before).unwrap());
+        // Resumptions are skipped, within one deadline: a reset that fails is tried again,
+        // each try reported resumed.
+        let next = || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left).expect("an event within 20 s") {
+                    WatchEvent::Resumed(_) => continue,
+                    event => return event,
+                }
+            }
+        };
+        let event = next();
+        let WatchEvent::Reset(reset) = event else {
+            panic!("a watch from a compacted revision starts with a reset, not {event:?}");
+        };
+        let read: Vec<_> = reset
+            .entries
+            .iter()
+            .map(|(k, v, _)| (k.as_str(), v.as_slice()))
+            .collect();
+        assert_eq!(read, [("tenant/t/group/good", &b"fine"[..])]);
+        let damaged: Vec<_> = reset.damaged.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(damaged, ["tenant/t/assignor/big", "tenant/t/group/bad"]);
+        assert!(
+            reset.damaged[0]
+                .1
+                .contains("assignor/m/tenant/t/assignor/big")
+                && reset.damaged[0].1.contains("chunk 0"),
+            "{}",
+            reset.damaged[0].1
+        );
+        assert!(
+            reset.damaged[1].1.contains("assignor/v/tenant/t/group/bad"),
+            "{}",
+            reset.damaged[1].1
+        );
+        a.put("tenant/t/group/later", b"l").unwrap();
+        let event = next();
+        let WatchEvent::Changes(changes) = event else {
+            panic!("changes follow the reset, not {event:?}");
+        };
+        assert_eq!(changes[0].key, "tenant/t/group/later");
+        assert!(
+            b.load_all().is_err(),
+            "a reader that must see every key still refuses the damaged records"
+        );
+    }
+
     /// Good URLs give one http endpoint per member; each kind of bad URL is refused naming
     /// what is wrong and showing the right form.
     #[test]

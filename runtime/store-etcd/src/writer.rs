@@ -634,7 +634,7 @@ impl Shared {
         let (tx, rx) = mpsc::sync_channel(1);
         let shared = Arc::clone(self);
         self.runtime.spawn(async move {
-            let _ = tx.send(shared.load(&selection).await);
+            let _ = tx.send(shared.load(&selection, Damaged::Refuse).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
@@ -920,8 +920,13 @@ impl Shared {
         ))
     }
 
-    /// [`read`](Self::read), on the client thread.
-    pub(crate) async fn load(&self, selection: &Selection) -> Result<Snapshot, StoreError> {
+    /// [`read`](Self::read), on the client thread; a record that cannot be read fails the
+    /// read or is listed, as `damaged` says.
+    pub(crate) async fn load(
+        &self,
+        selection: &Selection,
+        damaged: Damaged,
+    ) -> Result<Snapshot, StoreError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let fail = |why: String| StoreError::Backend {
             backend: self.name.clone(),
@@ -967,27 +972,37 @@ impl Shared {
             ))
         };
         let mut entries = BTreeMap::new();
+        let mut listed = BTreeMap::new();
+        // A damaged record: an error, or listed (the key's value, if read, dropped with it).
+        let mut refuse = |key: String, etcd_key: &str, why: String| match damaged {
+            Damaged::Refuse => Err(corrupt(etcd_key, why)),
+            Damaged::List => {
+                listed.insert(key, format!("{etcd_key:?} is corrupt: {why}"));
+                Ok(())
+            }
+        };
         for (etcd_key, record, mod_revision) in inline {
             let key = etcd_key[inline_prefix.len()..].to_owned();
-            let value = value::decode_inline(&record).map_err(|e| corrupt(&etcd_key, e))?;
-            entries.insert(key, (value.to_vec(), encode_revision(mod_revision, false)));
+            match value::decode_inline(&record) {
+                Ok(value) => {
+                    entries.insert(key, (value.to_vec(), encode_revision(mod_revision, false)));
+                }
+                Err(why) => refuse(key, &etcd_key, why)?,
+            }
         }
         for (etcd_key, record, mod_revision) in manifests {
             let key = etcd_key[manifest_prefix.len()..].to_owned();
-            if entries.contains_key(&key) {
-                return Err(corrupt(
-                    &etcd_key,
-                    "the key also has an inline value".into(),
-                ));
+            if entries.remove(&key).is_some() {
+                refuse(key, &etcd_key, "the key also has an inline value".into())?;
+                continue;
             }
-            let value = self
-                .assemble(&record, revision, deadline)
-                .await
-                .map_err(|e| match e {
-                    ValueError::Corrupt(why) => corrupt(&etcd_key, why),
-                    ValueError::Unavailable(why) => unavailable(why),
-                })?;
-            entries.insert(key, (value, encode_revision(mod_revision, true)));
+            match self.assemble(&record, revision, deadline).await {
+                Ok(value) => {
+                    entries.insert(key, (value, encode_revision(mod_revision, true)));
+                }
+                Err(ValueError::Corrupt(why)) => refuse(key, &etcd_key, why)?,
+                Err(ValueError::Unavailable(why)) => return Err(unavailable(why)),
+            }
         }
         Ok(Snapshot {
             entries: entries
@@ -995,6 +1010,7 @@ impl Shared {
                 .map(|(key, (value, revision))| (key, value, revision))
                 .collect(),
             at: store_revision(revision),
+            damaged: listed.into_iter().collect(),
         })
     }
 
@@ -1037,6 +1053,18 @@ impl Shared {
         }
         Ok(value)
     }
+}
+
+/// What a [`Shared::load`] does with a record that cannot be read (damaged, or a chunk of
+/// its value missing or altered).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Damaged {
+    /// Fails the read naming it: a reader that must see every key (a replica's start) does
+    /// not carry on as if the key were absent.
+    Refuse,
+    /// Lists it in the snapshot's `damaged` and reads the rest: a watch's reset, which one
+    /// record must not stop (the watch's changes skip such a record the same way).
+    List,
 }
 
 /// Which keys a [`Shared::read`] reads.
