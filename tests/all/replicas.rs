@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::store::Store as _;
-use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, StateLimits};
+use assignor_coordinator::{ASSIGNOR_NAME, CaptureWrite, ConfigOp, Coordinator, StateLimits};
 use assignor_store_etcd::EtcdStore;
 use assignor_store_etcd::testing::Cluster;
 use assignor_tests::guests;
@@ -407,19 +407,29 @@ fn failing_coordinator_on(cluster: &Cluster, seconds: &Arc<AtomicU64>) -> Coordi
 /// not replace that capture but reads it again and keeps it; a replica dropping a capture
 /// (its capture limit lowered) from a view older than another replica's newer capture leaves
 /// that capture stored. (Unconditional, the first case wrote the capture twice and the
-/// second deleted the newer capture.)
+/// second deleted the newer capture.) Each write's outcome is observed as a service counts
+/// it (`assignor_capture_writes_total`): the fenced ones `lost`.
 #[test]
 fn capture_writes_from_a_stale_view_are_fenced() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
     let seconds = Arc::new(AtomicU64::new(1_000_000));
-    let mut a = failing_coordinator_on(&cluster, &seconds);
+    // Each replica's capture writes, by outcome, as its metrics count them.
+    let (on_a, on_b) = (
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let observe = |seen: &Arc<Mutex<Vec<CaptureWrite>>>| {
+        let seen = seen.clone();
+        move |outcome| seen.lock().unwrap().push(outcome)
+    };
+    let mut a = failing_coordinator_on(&cluster, &seconds).on_capture_write(observe(&on_a));
     let (group, topology) = crate::common::example();
     a.alter_config("g", &[(ASSIGNOR_NAME, ConfigOp::Set("panics".into()))])
         .expect("config");
     a.set_topology("g", topology).expect("topology");
     a.upsert_member("g", group.members[0].clone())
         .expect("a member joins");
-    let mut b = failing_coordinator_on(&cluster, &seconds);
+    let mut b = failing_coordinator_on(&cluster, &seconds).on_capture_write(observe(&on_b));
     let key = "assignor/v/capture/g";
     let versions = || cluster.versions(key).expect("the history");
 
@@ -428,7 +438,7 @@ fn capture_writes_from_a_stale_view_are_fenced() {
     a.upsert_member("g", group.members[1].clone())
         .expect("a second member joins");
     a.compute_target("g").expect_err("the guest panics on A");
-    let on_a = a.last_capture("g").expect("captured on A").to_vec();
+    let captured_on_a = a.last_capture("g").expect("captured on A").to_vec();
     assert_eq!(versions(), [(key.to_owned(), 1)]);
     let error = b.compute_target("g").expect_err("the guest panics on B");
     assert_eq!(
@@ -441,7 +451,16 @@ fn capture_writes_from_a_stale_view_are_fenced() {
         [(key.to_owned(), 1)],
         "A's capture is not replaced"
     );
-    assert_eq!(b.last_capture("g"), Some(&on_a[..]), "B keeps A's capture");
+    assert_eq!(
+        b.last_capture("g"),
+        Some(&captured_on_a[..]),
+        "B keeps A's capture"
+    );
+    assert_eq!(
+        *on_b.lock().unwrap(),
+        [CaptureWrite::Lost],
+        "B's write counted lost"
+    );
 
     // B now holds A's failure; past its backoff B fails again and replaces the capture
     // (conditioned on A's, which it read), while A still holds its own.
@@ -458,6 +477,20 @@ fn capture_writes_from_a_stale_view_are_fenced() {
     assert_eq!(versions(), [(key.to_owned(), 2)], "B's newer capture stays");
     b.set_state_limits(StateLimits::default().max_captures(0));
     assert_eq!(versions(), [], "dropped by B, which holds it");
+    assert_eq!(
+        *on_a.lock().unwrap(),
+        [CaptureWrite::Written, CaptureWrite::Lost],
+        "A's capture written, its stale delete lost"
+    );
+    assert_eq!(
+        *on_b.lock().unwrap(),
+        [
+            CaptureWrite::Lost,
+            CaptureWrite::Written,
+            CaptureWrite::Written
+        ],
+        "B's lost write, its capture, its delete"
+    );
 }
 
 /// How long a held watch stays held (see [`hold_watches`]): tenant `a`'s call deadline on

@@ -515,6 +515,33 @@ struct KeptCapture {
     order: u64,
 }
 
+/// What became of one write of a capture record to the store (a capture stored, or a
+/// dropped one deleted), for [`Coordinator::on_capture_write`]. Captures are best effort:
+/// none of these fails the computation that was captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CaptureWrite {
+    /// The store took it: the capture is stored, or the dropped one removed.
+    Written,
+    /// On a [`SharedStore`](crate::store::SharedStore), another replica wrote the capture
+    /// record since this one last saw it: nothing was written, and the newer capture stays.
+    Lost,
+    /// The store failed it (logged): a capture is then kept in memory only, and a dropped
+    /// one's record comes back after a restart.
+    Failed,
+}
+
+impl CaptureWrite {
+    /// Its name in metrics and logs: `written`, `lost`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Written => "written",
+            Self::Lost => "lost",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// Streams groups, their configs and target assignments, backed by a [`Store`].
 pub struct Coordinator {
     registry: Registry,
@@ -543,6 +570,9 @@ pub struct Coordinator {
     /// The [`GroupState::incarnation`] of the next group created.
     next_incarnation: u64,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
+    /// Told the outcome of every write of a capture record (see
+    /// [`Coordinator::on_capture_write`]).
+    capture_writes: Box<dyn Fn(CaptureWrite) + Send + Sync>,
 }
 
 /// A committed change that may not be durable yet (see [`Coordinator::commit_unsynced`]).
@@ -670,6 +700,7 @@ impl Coordinator {
             last_write: SyncToken::DURABLE,
             next_incarnation: 1,
             clock: Box::new(SystemTime::now),
+            capture_writes: Box::new(|_| {}),
         })
     }
 
@@ -697,6 +728,18 @@ impl Coordinator {
     /// Uses `clock` instead of the system clock (for failure times and retry backoff).
     pub fn with_clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Box::new(clock);
+        self
+    }
+
+    /// Calls `observe` with the outcome of every write of a capture record to the store
+    /// (stored, or a dropped capture deleted), on the thread making it: a capture write never
+    /// fails the call it captures, so this is how a caller counts the ones that did not land
+    /// (a service's metrics). The default observes nothing.
+    pub fn on_capture_write(
+        mut self,
+        observe: impl Fn(CaptureWrite) + Send + Sync + 'static,
+    ) -> Self {
+        self.capture_writes = Box::new(observe);
         self
     }
 
@@ -1481,6 +1524,7 @@ impl Coordinator {
                             assignor = %error.assignor,
                             "another replica wrote the group's capture first; keeping the stored one"
                         );
+                        (self.capture_writes)(CaptureWrite::Lost);
                         self.read_capture_again(shared, group);
                         return;
                     }
@@ -1488,13 +1532,17 @@ impl Coordinator {
                 }
             }
         };
-        if let Err(e) = stored {
-            tracing::warn!(
-                group = %group,
-                assignor = %error.assignor,
-                error = %e,
-                "cannot persist the capture of a failed assignment; kept in memory only"
-            );
+        match stored {
+            Ok(()) => (self.capture_writes)(CaptureWrite::Written),
+            Err(e) => {
+                tracing::warn!(
+                    group = %group,
+                    assignor = %error.assignor,
+                    error = %e,
+                    "cannot persist the capture of a failed assignment; kept in memory only"
+                );
+                (self.capture_writes)(CaptureWrite::Failed);
+            }
         }
         self.keep_capture(group, bytes);
     }
@@ -1614,17 +1662,22 @@ impl Coordinator {
                         group = %group,
                         "another replica wrote the group's capture since; the newer one stays"
                     );
-                    Ok(())
+                    (self.capture_writes)(CaptureWrite::Lost);
+                    return;
                 }
                 Err(e) => Err(e),
             },
         };
-        if let Err(e) = deleted {
-            tracing::warn!(
-                group = %group,
-                error = %e,
-                "cannot delete a dropped capture from the store; it comes back after a restart"
-            );
+        match deleted {
+            Ok(()) => (self.capture_writes)(CaptureWrite::Written),
+            Err(e) => {
+                tracing::warn!(
+                    group = %group,
+                    error = %e,
+                    "cannot delete a dropped capture from the store; it comes back after a restart"
+                );
+                (self.capture_writes)(CaptureWrite::Failed);
+            }
         }
     }
 
@@ -2386,6 +2439,61 @@ mod tests {
         let c = c.with_state_limits(StateLimits::default().max_captures(0));
         assert_eq!(captured(&c), Vec::<&str>::new());
         assert_eq!(stored_captures(&store), Vec::<String>::new());
+    }
+
+    /// A store that refuses every write of a capture record (a full disk for them alone).
+    #[derive(Debug, Default)]
+    struct CapturesRefused(MemoryStore);
+
+    impl Store for CapturesRefused {
+        fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+            self.0.load_all()
+        }
+
+        fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+            if key.starts_with(CAPTURE_KEY_PREFIX) {
+                return Err(StoreError::Backend {
+                    backend: "test".into(),
+                    source: "captures refused".into(),
+                });
+            }
+            self.0.put(key, value)
+        }
+
+        fn delete(&self, key: &str) -> Result<(), StoreError> {
+            self.0.delete(key)
+        }
+    }
+
+    /// Each capture write's outcome reaches the observer: stored ones `Written`, and one the
+    /// store refuses `Failed` (the capture kept in memory, the computation's error intact);
+    /// a dropped capture's delete is a write too.
+    #[test]
+    fn capture_writes_are_observed_written_or_failed() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let observer = |seen: &Arc<std::sync::Mutex<Vec<CaptureWrite>>>| {
+            let seen = seen.clone();
+            move |w| seen.lock().unwrap().push(w)
+        };
+        let mut c = coordinator(Arc::new(MemoryStore::new())).on_capture_write(observer(&seen));
+        c.set_group("g", &[], topology(4), vec![member("a")])
+            .expect("group set");
+        fail(&mut c, "g", ErrorKind::Trap);
+        c.set_state_limits(StateLimits::default().max_captures(0));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [CaptureWrite::Written, CaptureWrite::Written],
+            "stored, then deleted"
+        );
+
+        seen.lock().unwrap().clear();
+        let mut c =
+            coordinator(Arc::new(CapturesRefused::default())).on_capture_write(observer(&seen));
+        c.set_group("g", &[], topology(4), vec![member("a")])
+            .expect("group set");
+        fail(&mut c, "g", ErrorKind::Trap);
+        assert_eq!(*seen.lock().unwrap(), [CaptureWrite::Failed]);
+        assert!(c.last_capture("g").is_some(), "kept in memory");
     }
 
     /// A failure's retry time reads as an RFC 3339 time, not as epoch seconds.

@@ -258,14 +258,17 @@ impl Service {
             StoreConfig::Etcd { endpoints } => Arc::new(EtcdStore::open(endpoints)?),
         };
         let cache = SharedDir::new(config.data_dir.join("cache"));
+        let metrics = Metrics::new();
         let tenants = config
             .tenants
             .iter()
-            .map(|t| Tenant::open(t, &config.broker, store.clone(), &cache).map(Arc::new))
+            .map(|t| {
+                let captures = metrics.capture_writes(&t.name);
+                Tenant::open(t, &config.broker, store.clone(), &cache, captures).map(Arc::new)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         // Every tenant now holds what it uses; nothing is loading yet.
         cache.sweep();
-        let metrics = Metrics::new();
         replication::start(&store, &tenants, metrics.watch())?;
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),

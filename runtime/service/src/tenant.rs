@@ -16,6 +16,7 @@ use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
 use assignor_coordinator::Assignor;
 use assignor_coordinator::BUILTIN_NAMES;
+use assignor_coordinator::CaptureWrite;
 use assignor_coordinator::Coordinator;
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
@@ -348,12 +349,14 @@ impl Tenant {
     /// runtime (compiled components cached in `cache`), the broker's registry plus every
     /// upload in its namespace, and its coordinator. An upload that no longer loads stops
     /// startup, naming tenant and assignor: it was checked when uploaded, so this means the
-    /// runtime or the tenant's limits changed underneath it.
+    /// runtime or the tenant's limits changed underneath it. `captures` is told the outcome
+    /// of each of its coordinator's capture writes (the service's metrics).
     pub(crate) fn open(
         config: &TenantConfig,
         broker: &BrokerConfig,
         store: Arc<dyn Store>,
         cache: &Arc<SharedDir>,
+        captures: impl Fn(CaptureWrite) + Send + Sync + 'static,
     ) -> Result<Self, StartError> {
         let tenant = config.name.clone();
         let store_error = |what, source| StartError::Store {
@@ -421,6 +424,7 @@ impl Tenant {
         };
         let coordinator = Coordinator::open_from(registry, broker, store.clone(), entries)
             .map_err(|e| store_error("its groups cannot be opened", e.into()))?
+            .on_capture_write(captures)
             .with_state_limits(limits.state_limits());
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
