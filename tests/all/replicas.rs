@@ -668,3 +668,78 @@ fn a_slow_upload_does_not_hold_back_other_tenants_changes() {
         "tenant a's load was running throughout"
     );
 }
+
+/// An upload delete and a group config selecting the upload, made on two replicas from
+/// views that do not hold each other's change, cannot both land (one etcd transaction's
+/// compares cover both keys): with both replicas' watches held, B deletes `hashmap-user`, and
+/// A, still serving it, selects it for a group: A's change loses (503, the group unchanged);
+/// then B selects `swap` for the group and A, which has not seen that, deletes `swap`: A's
+/// delete loses (503, the upload kept). The group never selects a deleted upload.
+/// (Unguarded, A's selection answered 200 naming a deleted upload, and A's delete 204 under
+/// a group selecting it.)
+#[test]
+fn an_upload_delete_and_a_selection_of_it_never_both_land() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (ca, cb) = (a.client(), b.client());
+    for (name, component) in [
+        ("swap", guests::SWAP_V1),
+        ("hashmap-user", guests::HASHMAP_USER),
+    ] {
+        let (status, report) = ca.upload(name, component);
+        assert_eq!(status, 201, "{report}");
+    }
+    let (status, body) = ca.put("/v1/groups/g", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    eventually("the uploads and the group on B", || {
+        listed_sha(&cb, "swap").is_some()
+            && listed_sha(&cb, "hashmap-user").is_some()
+            && cb.get("/v1/groups/g").0 == 200
+    });
+    let held = hold_watches(&cluster);
+    let selecting = |name: &str| json!({"streams.assignor.name": name});
+
+    let (status, body) = cb.delete("/v1/assignors/hashmap-user");
+    assert_eq!(status, 204, "{body}");
+    assert!(
+        listed_sha(&ca, "hashmap-user").is_some(),
+        "A has not seen it"
+    );
+    assert_fenced(
+        "A's selection of the deleted upload",
+        ca.set_config("g", selecting("hashmap-user"), &[]),
+    );
+    assert_eq!(
+        record_writes(&cluster, "assignor/hashmap-user"),
+        0,
+        "deleted"
+    );
+    assert_eq!(record_writes(&cluster, "group/g"), 1, "the group unchanged");
+
+    let (status, body) = cb.set_config("g", selecting("swap"), &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(
+        ca.get("/v1/groups/g").1["assignorName"],
+        "swap",
+        "A has not seen it"
+    );
+    assert_fenced(
+        "A's delete of the selected upload",
+        ca.delete("/v1/assignors/swap"),
+    );
+    assert_eq!(
+        record_writes(&cluster, "assignor/swap"),
+        1,
+        "the upload kept"
+    );
+    assert_eq!(
+        record_writes(&cluster, "group/g"),
+        2,
+        "B's selection landed"
+    );
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}

@@ -42,7 +42,7 @@ use assignor_sdk::{
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, MAX_STANDBY_REPLICAS, parse_list};
 use crate::registry::Registry;
-use crate::store::{Conditional, Revision, SharedStore, Store, StoreError, SyncToken};
+use crate::store::{Conditional, Guard, Revision, SharedStore, Store, StoreError, SyncToken};
 use assignor_sandbox::Usage;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
 use assignor_sandbox::{InputLimitError, Limits, cut};
@@ -764,6 +764,18 @@ impl Coordinator {
             .collect()
     }
 
+    /// On a [`SharedStore`](crate::store::SharedStore), the highest revision among the group
+    /// records held ([`Revision::ABSENT`] when none, and on other stores): a view of the
+    /// store current at or after it holds every group record as this coordinator does (its
+    /// own writes included).
+    pub fn latest_group_revision(&self) -> Revision {
+        self.groups
+            .values()
+            .map(|g| g.revision)
+            .max()
+            .unwrap_or(Revision::ABSENT)
+    }
+
     /// The group ids, sorted.
     pub fn groups(&self) -> impl Iterator<Item = &str> {
         self.groups.keys().map(String::as_str)
@@ -778,11 +790,28 @@ impl Coordinator {
         group: &str,
         changes: &[(&str, ConfigOp)],
     ) -> Result<GroupConfig, CoordinatorError> {
+        self.alter_config_guarded(group, changes, &[])
+    }
+
+    /// [`alter_config`](Self::alter_config) whose write, on a
+    /// [`SharedStore`](crate::store::SharedStore), is also conditional on `guards` (see
+    /// [`SharedStore::write_if_guarded`]): a service selecting an upload guards the change
+    /// with the upload record's revision, so that it and another replica's delete of the
+    /// upload cannot both land. A guard that fails is a [`CoordinatorError::Conflict`], as a
+    /// lost write of the group is; other stores, written by this process alone, ignore them.
+    pub fn alter_config_guarded(
+        &mut self,
+        group: &str,
+        changes: &[(&str, ConfigOp)],
+        guards: &[Guard],
+    ) -> Result<GroupConfig, CoordinatorError> {
         let config = self.changed_config(group, changes)?;
-        self.update(group, |g| {
+        let (config, token) = self.update_unsynced(group, guards, |g| {
             set_config(g, &config);
             Ok(config)
-        })
+        })?;
+        self.pending(token).wait()?;
+        Ok(config)
     }
 
     /// Replaces a whole group in one change, as a service's "PUT the group document" does:
@@ -1246,7 +1275,7 @@ impl Coordinator {
                 };
                 let old_target = g.target.replace(new_target);
                 let old_failure = g.last_failure.take();
-                let token = match write_group(&self.store, &group, g) {
+                let token = match write_group(&self.store, &group, g, &[]) {
                     Ok(Written::Queued(token)) => {
                         self.last_write = self.last_write.max(token);
                         token
@@ -1720,7 +1749,7 @@ impl Coordinator {
         group: &str,
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<R, CoordinatorError> {
-        let (result, token) = self.update_unsynced(group, change)?;
+        let (result, token) = self.update_unsynced(group, &[], change)?;
         self.pending(token).wait()?;
         Ok(result)
     }
@@ -1732,6 +1761,7 @@ impl Coordinator {
     fn update_unsynced<R>(
         &mut self,
         group: &str,
+        guards: &[Guard],
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<(R, SyncToken), CoordinatorError> {
         let mut state = match self.groups.get(group) {
@@ -1750,7 +1780,7 @@ impl Coordinator {
         if self.groups.get(group) == Some(&state) {
             return Ok((result, self.last_write));
         }
-        let token = match write_group(&self.store, group, &state)? {
+        let token = match write_group(&self.store, group, &state, guards)? {
             Written::Queued(token) => {
                 self.last_write = self.last_write.max(token);
                 token
@@ -1969,24 +1999,30 @@ enum Written {
 
 /// Writes `state` as `group`'s record: queued for group commit on a store only this process
 /// writes; on a [`SharedStore`](crate::store::SharedStore), conditional on the revision the state was read or written
-/// at, so that a replica working from an older state never overwrites another's change.
+/// at (and on `guards`), so that a replica working from an older state never overwrites
+/// another's change.
 fn write_group(
     store: &Arc<dyn Store>,
     group: &str,
     state: &GroupState,
+    guards: &[Guard],
 ) -> Result<Written, StoreError> {
-    match store.shared() {
-        None => store
-            .put_unsynced(
-                &format!("{GROUP_KEY_PREFIX}{group}"),
-                &records::encode(state),
-            )
-            .map(Written::Queued),
-        Some(shared) => Ok(match put_group_if(shared, group, state)? {
-            Conditional::Written(revision) => Written::Durable(revision),
-            Conditional::Conflict(_) => Written::Lost,
-        }),
-    }
+    let key = format!("{GROUP_KEY_PREFIX}{group}");
+    let written = match store.shared() {
+        None => {
+            return store
+                .put_unsynced(&key, &records::encode(state))
+                .map(Written::Queued);
+        }
+        Some(shared) if guards.is_empty() => put_group_if(shared, group, state)?,
+        Some(shared) => {
+            shared.write_if_guarded(&key, Some(&records::encode(state)), state.revision, guards)?
+        }
+    };
+    Ok(match written {
+        Conditional::Written(revision) => Written::Durable(revision),
+        Conditional::Conflict(_) => Written::Lost,
+    })
 }
 
 /// Writes a group's record to a shared store if it is still at the revision `state` was read

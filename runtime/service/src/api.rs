@@ -601,7 +601,10 @@ async fn put_group_config(
     blocking(&t, move |t| {
         let ops: Vec<(&str, ConfigOp)> = ops.iter().map(|(k, o)| (k.as_str(), o.clone())).collect();
         let mut state = t.state();
-        let config = state.coordinator.alter_config(&group, &ops)?;
+        let guards = t.selection_guards(&state, &ops);
+        let config = state
+            .coordinator
+            .alter_config_guarded(&group, &ops, &guards)?;
         tracing::info!(group = %group, assignor = ?config.assignor_name, "group config altered");
         Ok(Json(config_json(&group, &config)))
     })

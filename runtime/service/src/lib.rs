@@ -58,7 +58,8 @@
 //!   winner's target), writes uploads, the limits record and captures conditionally on the
 //!   revision it last saw of each (a lost upload or limits change answers 503
 //!   `COORDINATOR_NOT_AVAILABLE` and takes the stored record; a lost capture keeps the
-//!   stored one), and reads a group from etcd before a document PUT or `GET
+//!   stored one), guards an upload's delete and a group's selection of it against each
+//!   other (`SharedStore::write_if_guarded`), and reads a group from etcd before a document PUT or `GET
 //!   …/assignment`, and before planning one it does not hold yet.
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once

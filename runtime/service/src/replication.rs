@@ -291,6 +291,8 @@ fn apply(tenant: &Tenant, item: Pending, metrics: &WatchMetrics) {
         } => {
             let applied =
                 value.and_then(|value| tenant.apply_change(&key, value.as_deref(), revision));
+            // Applied or refused, the change is behind this replica's view now.
+            tenant.saw(revision);
             match applied {
                 Ok(()) => metrics.count("applied"),
                 Err(why) => {
@@ -315,6 +317,7 @@ fn apply(tenant: &Tenant, item: Pending, metrics: &WatchMetrics) {
                 tracing::warn!(tenant = %tenant.name, key, error = %why, "a record read again after a compaction is not applied");
                 metrics.count("refused");
             }
+            tenant.saw(at);
         }
     }
 }

@@ -8,7 +8,9 @@
 //! [`Tenant::lock`], the async side of the state's lock, for the trigger's brief steps.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -21,7 +23,8 @@ use assignor_coordinator::Coordinator;
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::json::parse_input;
-use assignor_coordinator::store::{Conditional, Revision, Snapshot, Store};
+use assignor_coordinator::store::{Conditional, Guard, Revision, Snapshot, Store};
+use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp};
 use assignor_protocol::{LimitOverrides, UploadReport, UsageReport};
 use assignor_sandbox::ComponentAssignor;
 use assignor_sandbox::Runtime;
@@ -42,6 +45,15 @@ const LIMITS_KEY: &str = "limits";
 /// 2 processes, a stateful subtopology with standbys and rack tags, a stateless one), small
 /// enough to cost nothing and rich enough to exercise every output rule.
 const TRIAL_GROUP: &str = include_str!("../../demo/group.json");
+/// The longest an upload delete on a store replicas share waits for this replica's own
+/// group writes to come back through the watch (milliseconds on loopback): past it, the
+/// delete is made anyway, and loses if one has not (503, retriable).
+const OWN_WRITES_WAIT: Duration = Duration::from_secs(2);
+/// How often that wait looks again.
+const OWN_WRITES_POLL: Duration = Duration::from_millis(5);
+/// Store keys (inside the tenant's namespace) of group records start with this (the
+/// coordinator's).
+const GROUP_KEY_PREFIX: &str = "group/";
 /// Instance slots beyond `max.concurrent.assignments` in a tenant's runtime: an upload's load
 /// takes one while it reads `name()` and runs `configure`.
 const EXTRA_INSTANCE_SLOTS: u32 = 1;
@@ -208,6 +220,10 @@ pub(crate) struct Tenant {
     /// On a shared store, the store's revision the tenant was loaded at: what the replica's
     /// watch reports up to it is already here.
     pub(crate) loaded_at: Revision,
+    /// On a shared store, the raw [`Revision`] up to which the watch's changes of this
+    /// tenant are applied here (see [`Tenant::saw`]): the view an upload delete's condition
+    /// on the tenant's group records is taken from.
+    view: AtomicU64,
     broker: BrokerConfig,
     /// The service's compiled-component cache, shared by every tenant.
     cache: Arc<SharedDir>,
@@ -431,6 +447,7 @@ impl Tenant {
             name: tenant,
             shared: store.shared().is_some(),
             loaded_at: snapshot.at,
+            view: AtomicU64::new(snapshot.at.raw()),
             broker: broker.clone(),
             cache: cache.clone(),
             configured: config.limits.clone(),
@@ -449,6 +466,44 @@ impl Tenant {
                 permits,
             })),
         })
+    }
+
+    /// Notes that the watch's changes of this tenant up to `revision` are applied (the
+    /// replica's thread for the tenant applies them in order).
+    pub(crate) fn saw(&self, revision: Revision) {
+        self.view.fetch_max(revision.raw(), Ordering::SeqCst);
+    }
+
+    /// The revision up to which the watch's changes of this tenant are applied here.
+    fn view(&self) -> Revision {
+        Revision::new(self.view.load(Ordering::SeqCst))
+    }
+
+    /// The guards of a change of `group`'s config, `ops`, on a store replicas share: a change
+    /// selecting an upload this replica serves is conditional on the upload's record being
+    /// the one it loaded, so that the change and another replica's delete of the upload
+    /// (conditional on the tenant's group records, see [`Tenant::delete_upload`]) cannot
+    /// both land: the one that commits second loses (503, retriable).
+    pub(crate) fn selection_guards(
+        &self,
+        state: &TenantState,
+        ops: &[(&str, ConfigOp)],
+    ) -> Vec<Guard> {
+        if self.store.shared().is_none() {
+            return Vec::new();
+        }
+        ops.iter()
+            .filter_map(|(key, op)| match op {
+                ConfigOp::Set(name)
+                    if *key == ASSIGNOR_NAME && state.uploads.contains_key(name) =>
+                {
+                    let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+                    let revision = held(&state.revisions, &key);
+                    Some(Guard::Key(key, revision))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The tenant's state, for code on the blocking pool (or any thread outside the async
@@ -1017,8 +1072,26 @@ impl Tenant {
     /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):
     /// silently moving those groups to the default assignor would change their assignments
     /// behind their owners' backs.
+    ///
+    /// On a store replicas share the groups are checked as this replica holds them, so the
+    /// delete is also conditional on the tenant's group records: none written since the
+    /// watch's changes applied here (a group another replica pointed at the upload meanwhile
+    /// makes the delete lose: 503, retriable). This replica's own group writes come back
+    /// through the watch within its delay, which the delete waits for (at most
+    /// [`OWN_WRITES_WAIT`]) so that they do not make it lose.
     pub(crate) fn delete_upload(&self, name: &str) -> Result<(), ApiError> {
         let mut state = self.state();
+        if self.store.shared().is_some() {
+            let deadline = Instant::now() + OWN_WRITES_WAIT;
+            while self.view() < state.coordinator.latest_group_revision()
+                && Instant::now() < deadline
+            {
+                // Without the lock, which the tenant's thread takes to apply the changes.
+                drop(state);
+                std::thread::sleep(OWN_WRITES_POLL);
+                state = self.state();
+            }
+        }
         if !state.uploads.contains_key(name) {
             return Err(ApiError::assignor_not_found(name));
         }
@@ -1044,7 +1117,19 @@ impl Tenant {
             // this one last saw the key is not deleted from the older view.
             Some(shared) => {
                 let expected = held(&state.revisions, &key);
-                let outcome = shared.delete_if(&key, expected).map_err(failed)?;
+                let groups = Guard::Unchanged {
+                    prefix: GROUP_KEY_PREFIX.to_owned(),
+                    since: self.view(),
+                };
+                let outcome = shared
+                    .write_if_guarded(&key, None, expected, &[groups])
+                    .map_err(failed)?;
+                if outcome == Conditional::Conflict(expected) {
+                    // The upload is as this replica holds it: a group record moved.
+                    return Err(changed_elsewhere(&format!(
+                        "a group of this tenant (which may now select `{name}`)"
+                    )));
+                }
                 if written(outcome, "the upload's deletion")?.is_none() {
                     drop(state);
                     self.read_again(&key);

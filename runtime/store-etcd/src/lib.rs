@@ -36,7 +36,10 @@
 //! one transaction carrying all their compares. etcd applies such a transaction whole or not
 //! at all and does not say which compare failed, so when one fails, its writes are made again
 //! one by one, each answered written or in conflict. A large value's conditional write goes
-//! alone (its chunks first).
+//! alone (its chunks first), and so does a guarded one ([`SharedStore::write_if_guarded`]:
+//! compares on other keys too, a key's revision or a prefix unchanged since a revision, one
+//! range compare per record form), since a write of a key it guards in the same transaction
+//! would land with it.
 //!
 //! The store's changes are watched ([`SharedStore::watch`]) by one etcd watch over the
 //! manifests and inline values (see `watch`).
