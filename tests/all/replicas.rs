@@ -743,3 +743,56 @@ fn an_upload_delete_and_a_selection_of_it_never_both_land() {
     );
     assert!(held.elapsed() < HOLD, "the watches were held throughout");
 }
+
+/// A group document PUT is applied from the replica's view, without reading the group from
+/// etcd first, and stays correct when that view is behind: with both replicas' watches
+/// held, B changes the group, then A, which has not seen it, PUTs a document: A's write
+/// loses its condition, A reads the group again and applies the document to the stored
+/// group (200, the epoch after B's; three writes, none lost). `GET …/assignment` on A then
+/// answers A's own commit from its view.
+#[test]
+fn a_document_put_from_a_stale_view_is_applied_to_the_stored_group() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (ca, cb) = (a.client(), b.client());
+    let (status, body) = ca.put("/v1/groups/g", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let first = body["groupEpoch"].clone();
+    eventually("the group on B", || {
+        cb.get("/v1/groups/g").1["groupEpoch"] == first
+    });
+    let held = hold_watches(&cluster);
+
+    let (status, body) = cb.put("/v1/groups/g", group_doc(4, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let on_b = body["groupEpoch"].as_u64().expect("an epoch");
+    assert_eq!(
+        ca.get("/v1/groups/g").1["groupEpoch"],
+        first,
+        "A has not seen it"
+    );
+    let (status, body) = ca.put("/v1/groups/g", group_doc(5, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["groupEpoch"].as_u64(),
+        Some(on_b + 1),
+        "applied to B's group: {body}"
+    );
+    assert_eq!(body["members"].as_array().map(Vec::len), Some(5), "{body}");
+    assert_eq!(record_writes(&cluster, "group/g"), 3, "no write lost");
+
+    let (status, target) = ca.post("/v1/groups/g/assign");
+    assert_eq!(status, 200, "{target}");
+    let (status, read) = ca.get("/v1/groups/g/assignment");
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        read["targetAssignmentEpoch"],
+        target["targetAssignmentEpoch"]
+    );
+    assert_eq!(read["assignment"], target["assignment"]);
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}

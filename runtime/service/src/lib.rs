@@ -59,8 +59,9 @@
 //!   revision it last saw of each (a lost upload or limits change answers 503
 //!   `COORDINATOR_NOT_AVAILABLE` and takes the stored record; a lost capture keeps the
 //!   stored one), guards an upload's delete and a group's selection of it against each
-//!   other (`SharedStore::write_if_guarded`), and reads a group from etcd before a document PUT or `GET
-//!   …/assignment`, and before planning one it does not hold yet.
+//!   other (`SharedStore::write_if_guarded`), and reads a group from etcd only when it does
+//!   not hold it yet (a document PUT from a view that was behind loses its condition, reads
+//!   the group again and is applied to the stored group).
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
 //!   they have been imported (see [`import`](assignor_coordinator::store::import)).

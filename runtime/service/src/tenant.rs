@@ -213,9 +213,9 @@ impl Settings {
 pub(crate) struct Tenant {
     pub(crate) name: String,
     /// Whether the store is shared with other service replicas (etcd): the store's watch
-    /// then keeps the tenant current (see `replication`), a group is read again before a
-    /// document PUT or `GET …/assignment`, and its writes are conditional network round
-    /// trips, made on the blocking pool.
+    /// then keeps the tenant current (see `replication`), a group this replica does not hold
+    /// is read from the store before it is served, and its writes are conditional network
+    /// round trips, made on the blocking pool.
     pub(crate) shared: bool,
     /// On a shared store, the store's revision the tenant was loaded at: what the replica's
     /// watch reports up to it is already here.
