@@ -5,7 +5,12 @@
 //! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
 //! acknowledged, and its clients carry on at the other; what one replica changes (uploads new,
 //! replaced and deleted, a tenant's limits, group documents) reaches the other through the
-//! store's watch, which carries on when the etcd member it was on is killed.
+//! store's watch, which carries on when the etcd member it was on is killed. With the
+//! replicas' views held back deterministically (an upload whose trial sleeps, which each
+//! replica's thread for tenant `a` runs before that tenant's later changes): writes from a
+//! stale view are fenced (group deletes, uploads, limits, captures), an upload's delete and a
+//! group's selection of it never both land, a document PUT is applied to the stored group,
+//! and another tenant's changes are not held back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
