@@ -949,8 +949,8 @@ async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError
     // From this replica's view on a shared store too: its own commits are in it, and
     // another replica's reach it within the watch's delay. A group it does not hold yet
     // (created elsewhere within that delay) is read from the store.
-    let held = t.lock().await.coordinator.describe(&group).is_ok();
-    let (answer, pending) = if t.shared && !held {
+    let unheld = t.shared && t.lock().await.coordinator.config(&group).is_err();
+    let (answer, pending) = if unheld {
         blocking(t, move |t| {
             let mut state = t.state();
             state.coordinator.refresh_group(&group)?;
