@@ -5,23 +5,28 @@
 //! key, not only in the answers); SIGKILL of one replica mid-load loses nothing it
 //! acknowledged, and its clients carry on at the other; what one replica changes (uploads new,
 //! replaced and deleted, a tenant's limits, group documents) reaches the other through the
-//! store's watch, which carries on when the etcd member it was on is killed.
+//! store's watch, which carries on when the etcd member it was on is killed. With the
+//! replicas' views held back deterministically (an upload whose trial sleeps, which each
+//! replica's thread for tenant `a` runs before that tenant's later changes): writes from a
+//! stale view are fenced (group deletes, uploads, limits, captures), an upload's delete and a
+//! group's selection of it never both land, a document PUT is applied to the stored group,
+//! and another tenant's changes are not held back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::store::Store as _;
-use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp, Coordinator, StateLimits};
+use assignor_coordinator::{ASSIGNOR_NAME, CaptureWrite, ConfigOp, Coordinator, StateLimits};
 use assignor_store_etcd::EtcdStore;
 use assignor_store_etcd::testing::Cluster;
 use assignor_tests::guests;
 use serde_json::{Value, json};
 
-use crate::service::{Client, TOKEN_ADMIN, group_doc};
+use crate::service::{Client, TOKEN_ADMIN, TOKEN_B, group_doc};
 use crate::service_restart::Process;
 
 /// Rounds of concurrent triggers, each on a new group epoch.
@@ -407,19 +412,29 @@ fn failing_coordinator_on(cluster: &Cluster, seconds: &Arc<AtomicU64>) -> Coordi
 /// not replace that capture but reads it again and keeps it; a replica dropping a capture
 /// (its capture limit lowered) from a view older than another replica's newer capture leaves
 /// that capture stored. (Unconditional, the first case wrote the capture twice and the
-/// second deleted the newer capture.)
+/// second deleted the newer capture.) Each write's outcome is observed as a service counts
+/// it (`assignor_capture_writes_total`): the fenced ones `lost`.
 #[test]
 fn capture_writes_from_a_stale_view_are_fenced() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
     let seconds = Arc::new(AtomicU64::new(1_000_000));
-    let mut a = failing_coordinator_on(&cluster, &seconds);
+    // Each replica's capture writes, by outcome, as its metrics count them.
+    let (on_a, on_b) = (
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let observe = |seen: &Arc<Mutex<Vec<CaptureWrite>>>| {
+        let seen = seen.clone();
+        move |outcome| seen.lock().unwrap().push(outcome)
+    };
+    let mut a = failing_coordinator_on(&cluster, &seconds).on_capture_write(observe(&on_a));
     let (group, topology) = crate::common::example();
     a.alter_config("g", &[(ASSIGNOR_NAME, ConfigOp::Set("panics".into()))])
         .expect("config");
     a.set_topology("g", topology).expect("topology");
     a.upsert_member("g", group.members[0].clone())
         .expect("a member joins");
-    let mut b = failing_coordinator_on(&cluster, &seconds);
+    let mut b = failing_coordinator_on(&cluster, &seconds).on_capture_write(observe(&on_b));
     let key = "assignor/v/capture/g";
     let versions = || cluster.versions(key).expect("the history");
 
@@ -428,7 +443,7 @@ fn capture_writes_from_a_stale_view_are_fenced() {
     a.upsert_member("g", group.members[1].clone())
         .expect("a second member joins");
     a.compute_target("g").expect_err("the guest panics on A");
-    let on_a = a.last_capture("g").expect("captured on A").to_vec();
+    let captured_on_a = a.last_capture("g").expect("captured on A").to_vec();
     assert_eq!(versions(), [(key.to_owned(), 1)]);
     let error = b.compute_target("g").expect_err("the guest panics on B");
     assert_eq!(
@@ -441,7 +456,16 @@ fn capture_writes_from_a_stale_view_are_fenced() {
         [(key.to_owned(), 1)],
         "A's capture is not replaced"
     );
-    assert_eq!(b.last_capture("g"), Some(&on_a[..]), "B keeps A's capture");
+    assert_eq!(
+        b.last_capture("g"),
+        Some(&captured_on_a[..]),
+        "B keeps A's capture"
+    );
+    assert_eq!(
+        *on_b.lock().unwrap(),
+        [CaptureWrite::Lost],
+        "B's write counted lost"
+    );
 
     // B now holds A's failure; past its backoff B fails again and replaces the capture
     // (conditioned on A's, which it read), while A still holds its own.
@@ -458,6 +482,20 @@ fn capture_writes_from_a_stale_view_are_fenced() {
     assert_eq!(versions(), [(key.to_owned(), 2)], "B's newer capture stays");
     b.set_state_limits(StateLimits::default().max_captures(0));
     assert_eq!(versions(), [], "dropped by B, which holds it");
+    assert_eq!(
+        *on_a.lock().unwrap(),
+        [CaptureWrite::Written, CaptureWrite::Lost],
+        "A's capture written, its stale delete lost"
+    );
+    assert_eq!(
+        *on_b.lock().unwrap(),
+        [
+            CaptureWrite::Lost,
+            CaptureWrite::Written,
+            CaptureWrite::Written
+        ],
+        "B's lost write, its capture, its delete"
+    );
 }
 
 /// How long a held watch stays held (see [`hold_watches`]): tenant `a`'s call deadline on
@@ -595,5 +633,171 @@ fn limits_writes_from_a_stale_view_are_fenced() {
     let (status, body) = admin_b.delete(limits);
     assert_eq!(status, 200, "B's retry: {body}");
     assert_eq!(record_writes(&cluster, "limits"), 0, "reset");
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}
+
+/// Uploads load off the watch's thread, one tenant's at a time: while tenant `a`'s upload
+/// loads on both replicas (its trial sleeping to the tenant's deadline, [`HOLD`]), a group
+/// tenant `b` writes on A reaches B within [`SEEN_WITHIN`], while a group tenant `a` writes
+/// on A after the upload waits behind its load on B, in order. (With every change applied on
+/// the watch's thread, tenant `b`'s group waited for tenant `a`'s load too.)
+#[test]
+fn a_slow_upload_does_not_hold_back_other_tenants_changes() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let held = hold_watches(&cluster);
+    let (tenant_a_on_a, tenant_b_on_a, tenant_b_on_b) = (
+        a.client(),
+        Client::new(&a.base, TOKEN_B),
+        Client::new(&b.base, TOKEN_B),
+    );
+    let (status, body) = tenant_a_on_a.put("/v1/groups/held", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = tenant_b_on_a.put("/v1/groups/free", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let epoch = body["groupEpoch"].clone();
+    eventually("tenant b's group on B", || {
+        tenant_b_on_b.get("/v1/groups/free").1["groupEpoch"] == epoch
+    });
+    assert_eq!(
+        b.client().get("/v1/groups/held").0,
+        404,
+        "tenant a's group waits behind its upload's load"
+    );
+    assert!(
+        held.elapsed() < HOLD,
+        "tenant a's load was running throughout"
+    );
+}
+
+/// An upload delete and a group config selecting the upload, made on two replicas from
+/// views that do not hold each other's change, cannot both land (one etcd transaction's
+/// compares cover both keys): with both replicas' watches held, B deletes `hashmap-user`, and
+/// A, still serving it, selects it for a group: A's change loses (503, the group unchanged);
+/// then B selects `swap` for the group and A, which has not seen that, deletes `swap`: A's
+/// delete loses (503, the upload kept). The group never selects a deleted upload.
+/// (Unguarded, A's selection answered 200 naming a deleted upload, and A's delete 204 under
+/// a group selecting it.)
+#[test]
+fn an_upload_delete_and_a_selection_of_it_never_both_land() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (ca, cb) = (a.client(), b.client());
+    for (name, component) in [
+        ("swap", guests::SWAP_V1),
+        ("hashmap-user", guests::HASHMAP_USER),
+    ] {
+        let (status, report) = ca.upload(name, component);
+        assert_eq!(status, 201, "{report}");
+    }
+    let (status, body) = ca.put("/v1/groups/g", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    eventually("the uploads and the group on B", || {
+        listed_sha(&cb, "swap").is_some()
+            && listed_sha(&cb, "hashmap-user").is_some()
+            && cb.get("/v1/groups/g").0 == 200
+    });
+    let held = hold_watches(&cluster);
+    let selecting = |name: &str| json!({"streams.assignor.name": name});
+
+    let (status, body) = cb.delete("/v1/assignors/hashmap-user");
+    assert_eq!(status, 204, "{body}");
+    assert!(
+        listed_sha(&ca, "hashmap-user").is_some(),
+        "A has not seen it"
+    );
+    assert_fenced(
+        "A's selection of the deleted upload",
+        ca.set_config("g", selecting("hashmap-user"), &[]),
+    );
+    assert_eq!(
+        record_writes(&cluster, "assignor/hashmap-user"),
+        0,
+        "deleted"
+    );
+    assert_eq!(record_writes(&cluster, "group/g"), 1, "the group unchanged");
+
+    let (status, body) = cb.set_config("g", selecting("swap"), &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(
+        ca.get("/v1/groups/g").1["assignorName"],
+        "swap",
+        "A has not seen it"
+    );
+    assert_fenced(
+        "A's delete of the selected upload",
+        ca.delete("/v1/assignors/swap"),
+    );
+    assert_eq!(
+        record_writes(&cluster, "assignor/swap"),
+        1,
+        "the upload kept"
+    );
+    assert_eq!(
+        record_writes(&cluster, "group/g"),
+        2,
+        "B's selection landed"
+    );
+    assert!(held.elapsed() < HOLD, "the watches were held throughout");
+}
+
+/// A group document PUT is applied from the replica's view, without reading the group from
+/// etcd first, and stays correct when that view is behind: with both replicas' watches
+/// held, B changes the group, then A, which has not seen it, PUTs a document: A's write
+/// loses its condition, A reads the group again and applies the document to the stored
+/// group (200, the epoch after B's; three writes, none lost). `GET …/assignment` on A then
+/// answers A's own commit from its view.
+#[test]
+fn a_document_put_from_a_stale_view_is_applied_to_the_stored_group() {
+    let cluster = Cluster::start(1).expect("an etcd cluster");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        holding_replica(&cluster, &dir_a),
+        holding_replica(&cluster, &dir_b),
+    );
+    let (ca, cb) = (a.client(), b.client());
+    let (status, body) = ca.put("/v1/groups/g", group_doc(3, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let first = body["groupEpoch"].clone();
+    eventually("the group on B", || {
+        cb.get("/v1/groups/g").1["groupEpoch"] == first
+    });
+    let held = hold_watches(&cluster);
+
+    let (status, body) = cb.put("/v1/groups/g", group_doc(4, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    let on_b = body["groupEpoch"].as_u64().expect("an epoch");
+    assert_eq!(
+        ca.get("/v1/groups/g").1["groupEpoch"],
+        first,
+        "A has not seen it"
+    );
+    let (status, body) = ca.put("/v1/groups/g", group_doc(5, 8).as_bytes());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["groupEpoch"].as_u64(),
+        Some(on_b + 1),
+        "applied to B's group: {body}"
+    );
+    assert_eq!(body["members"].as_array().map(Vec::len), Some(5), "{body}");
+    assert_eq!(record_writes(&cluster, "group/g"), 3, "no write lost");
+
+    let (status, target) = ca.post("/v1/groups/g/assign");
+    assert_eq!(status, 200, "{target}");
+    let (status, read) = ca.get("/v1/groups/g/assignment");
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        read["targetAssignmentEpoch"],
+        target["targetAssignmentEpoch"]
+    );
+    assert_eq!(read["assignment"], target["assignment"]);
     assert!(held.elapsed() < HOLD, "the watches were held throughout");
 }

@@ -42,7 +42,7 @@ use assignor_sdk::{
 use crate::assignor::Assignor;
 use crate::config::{BrokerConfig, MAX_STANDBY_REPLICAS, parse_list};
 use crate::registry::Registry;
-use crate::store::{Conditional, Revision, SharedStore, Store, StoreError, SyncToken};
+use crate::store::{Conditional, Guard, Revision, SharedStore, Store, StoreError, SyncToken};
 use assignor_sandbox::Usage;
 use assignor_sandbox::{ErrorKind, TaskAssignorError};
 use assignor_sandbox::{InputLimitError, Limits, cut};
@@ -515,6 +515,33 @@ struct KeptCapture {
     order: u64,
 }
 
+/// What became of one write of a capture record to the store (a capture stored, or a
+/// dropped one deleted), for [`Coordinator::on_capture_write`]. Captures are best effort:
+/// none of these fails the computation that was captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CaptureWrite {
+    /// The store took it: the capture is stored, or the dropped one removed.
+    Written,
+    /// On a [`SharedStore`](crate::store::SharedStore), another replica wrote the capture
+    /// record since this one last saw it: nothing was written, and the newer capture stays.
+    Lost,
+    /// The store failed it (logged): a capture is then kept in memory only, and a dropped
+    /// one's record comes back after a restart.
+    Failed,
+}
+
+impl CaptureWrite {
+    /// Its name in metrics and logs: `written`, `lost`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Written => "written",
+            Self::Lost => "lost",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// Streams groups, their configs and target assignments, backed by a [`Store`].
 pub struct Coordinator {
     registry: Registry,
@@ -543,6 +570,9 @@ pub struct Coordinator {
     /// The [`GroupState::incarnation`] of the next group created.
     next_incarnation: u64,
     clock: Box<dyn Fn() -> SystemTime + Send + Sync>,
+    /// Told the outcome of every write of a capture record (see
+    /// [`Coordinator::on_capture_write`]).
+    capture_writes: Box<dyn Fn(CaptureWrite) + Send + Sync>,
 }
 
 /// A committed change that may not be durable yet (see [`Coordinator::commit_unsynced`]).
@@ -670,6 +700,7 @@ impl Coordinator {
             last_write: SyncToken::DURABLE,
             next_incarnation: 1,
             clock: Box::new(SystemTime::now),
+            capture_writes: Box::new(|_| {}),
         })
     }
 
@@ -700,6 +731,18 @@ impl Coordinator {
         self
     }
 
+    /// Calls `observe` with the outcome of every write of a capture record to the store
+    /// (stored, or a dropped capture deleted), on the thread making it: a capture write never
+    /// fails the call it captures, so this is how a caller counts the ones that did not land
+    /// (a service's metrics). The default observes nothing.
+    pub fn on_capture_write(
+        mut self,
+        observe: impl Fn(CaptureWrite) + Send + Sync + 'static,
+    ) -> Self {
+        self.capture_writes = Box::new(observe);
+        self
+    }
+
     /// The registry assignors are resolved in.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -721,6 +764,18 @@ impl Coordinator {
             .collect()
     }
 
+    /// On a [`SharedStore`](crate::store::SharedStore), the highest revision among the group
+    /// records held ([`Revision::ABSENT`] when none, and on other stores): a view of the
+    /// store current at or after it holds every group record as this coordinator does (its
+    /// own writes included).
+    pub fn latest_group_revision(&self) -> Revision {
+        self.groups
+            .values()
+            .map(|g| g.revision)
+            .max()
+            .unwrap_or(Revision::ABSENT)
+    }
+
     /// The group ids, sorted.
     pub fn groups(&self) -> impl Iterator<Item = &str> {
         self.groups.keys().map(String::as_str)
@@ -735,11 +790,28 @@ impl Coordinator {
         group: &str,
         changes: &[(&str, ConfigOp)],
     ) -> Result<GroupConfig, CoordinatorError> {
+        self.alter_config_guarded(group, changes, &[])
+    }
+
+    /// [`alter_config`](Self::alter_config) whose write, on a
+    /// [`SharedStore`](crate::store::SharedStore), is also conditional on `guards` (see
+    /// [`SharedStore::write_if_guarded`]): a service selecting an upload guards the change
+    /// with the upload record's revision, so that it and another replica's delete of the
+    /// upload cannot both land. A guard that fails is a [`CoordinatorError::Conflict`], as a
+    /// lost write of the group is; other stores, written by this process alone, ignore them.
+    pub fn alter_config_guarded(
+        &mut self,
+        group: &str,
+        changes: &[(&str, ConfigOp)],
+        guards: &[Guard],
+    ) -> Result<GroupConfig, CoordinatorError> {
         let config = self.changed_config(group, changes)?;
-        self.update(group, |g| {
+        let (config, token) = self.update_unsynced(group, guards, |g| {
             set_config(g, &config);
             Ok(config)
-        })
+        })?;
+        self.pending(token).wait()?;
+        Ok(config)
     }
 
     /// Replaces a whole group in one change, as a service's "PUT the group document" does:
@@ -1203,7 +1275,7 @@ impl Coordinator {
                 };
                 let old_target = g.target.replace(new_target);
                 let old_failure = g.last_failure.take();
-                let token = match write_group(&self.store, &group, g) {
+                let token = match write_group(&self.store, &group, g, &[]) {
                     Ok(Written::Queued(token)) => {
                         self.last_write = self.last_write.max(token);
                         token
@@ -1481,6 +1553,7 @@ impl Coordinator {
                             assignor = %error.assignor,
                             "another replica wrote the group's capture first; keeping the stored one"
                         );
+                        (self.capture_writes)(CaptureWrite::Lost);
                         self.read_capture_again(shared, group);
                         return;
                     }
@@ -1488,13 +1561,17 @@ impl Coordinator {
                 }
             }
         };
-        if let Err(e) = stored {
-            tracing::warn!(
-                group = %group,
-                assignor = %error.assignor,
-                error = %e,
-                "cannot persist the capture of a failed assignment; kept in memory only"
-            );
+        match stored {
+            Ok(()) => (self.capture_writes)(CaptureWrite::Written),
+            Err(e) => {
+                tracing::warn!(
+                    group = %group,
+                    assignor = %error.assignor,
+                    error = %e,
+                    "cannot persist the capture of a failed assignment; kept in memory only"
+                );
+                (self.capture_writes)(CaptureWrite::Failed);
+            }
         }
         self.keep_capture(group, bytes);
     }
@@ -1614,17 +1691,22 @@ impl Coordinator {
                         group = %group,
                         "another replica wrote the group's capture since; the newer one stays"
                     );
-                    Ok(())
+                    (self.capture_writes)(CaptureWrite::Lost);
+                    return;
                 }
                 Err(e) => Err(e),
             },
         };
-        if let Err(e) = deleted {
-            tracing::warn!(
-                group = %group,
-                error = %e,
-                "cannot delete a dropped capture from the store; it comes back after a restart"
-            );
+        match deleted {
+            Ok(()) => (self.capture_writes)(CaptureWrite::Written),
+            Err(e) => {
+                tracing::warn!(
+                    group = %group,
+                    error = %e,
+                    "cannot delete a dropped capture from the store; it comes back after a restart"
+                );
+                (self.capture_writes)(CaptureWrite::Failed);
+            }
         }
     }
 
@@ -1667,7 +1749,7 @@ impl Coordinator {
         group: &str,
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<R, CoordinatorError> {
-        let (result, token) = self.update_unsynced(group, change)?;
+        let (result, token) = self.update_unsynced(group, &[], change)?;
         self.pending(token).wait()?;
         Ok(result)
     }
@@ -1679,6 +1761,7 @@ impl Coordinator {
     fn update_unsynced<R>(
         &mut self,
         group: &str,
+        guards: &[Guard],
         change: impl FnOnce(&mut GroupState) -> Result<R, CoordinatorError>,
     ) -> Result<(R, SyncToken), CoordinatorError> {
         let mut state = match self.groups.get(group) {
@@ -1697,7 +1780,7 @@ impl Coordinator {
         if self.groups.get(group) == Some(&state) {
             return Ok((result, self.last_write));
         }
-        let token = match write_group(&self.store, group, &state)? {
+        let token = match write_group(&self.store, group, &state, guards)? {
             Written::Queued(token) => {
                 self.last_write = self.last_write.max(token);
                 token
@@ -1916,24 +1999,30 @@ enum Written {
 
 /// Writes `state` as `group`'s record: queued for group commit on a store only this process
 /// writes; on a [`SharedStore`](crate::store::SharedStore), conditional on the revision the state was read or written
-/// at, so that a replica working from an older state never overwrites another's change.
+/// at (and on `guards`), so that a replica working from an older state never overwrites
+/// another's change.
 fn write_group(
     store: &Arc<dyn Store>,
     group: &str,
     state: &GroupState,
+    guards: &[Guard],
 ) -> Result<Written, StoreError> {
-    match store.shared() {
-        None => store
-            .put_unsynced(
-                &format!("{GROUP_KEY_PREFIX}{group}"),
-                &records::encode(state),
-            )
-            .map(Written::Queued),
-        Some(shared) => Ok(match put_group_if(shared, group, state)? {
-            Conditional::Written(revision) => Written::Durable(revision),
-            Conditional::Conflict(_) => Written::Lost,
-        }),
-    }
+    let key = format!("{GROUP_KEY_PREFIX}{group}");
+    let written = match store.shared() {
+        None => {
+            return store
+                .put_unsynced(&key, &records::encode(state))
+                .map(Written::Queued);
+        }
+        Some(shared) if guards.is_empty() => put_group_if(shared, group, state)?,
+        Some(shared) => {
+            shared.write_if_guarded(&key, Some(&records::encode(state)), state.revision, guards)?
+        }
+    };
+    Ok(match written {
+        Conditional::Written(revision) => Written::Durable(revision),
+        Conditional::Conflict(_) => Written::Lost,
+    })
 }
 
 /// Writes a group's record to a shared store if it is still at the revision `state` was read
@@ -2386,6 +2475,61 @@ mod tests {
         let c = c.with_state_limits(StateLimits::default().max_captures(0));
         assert_eq!(captured(&c), Vec::<&str>::new());
         assert_eq!(stored_captures(&store), Vec::<String>::new());
+    }
+
+    /// A store that refuses every write of a capture record (a full disk for them alone).
+    #[derive(Debug, Default)]
+    struct CapturesRefused(MemoryStore);
+
+    impl Store for CapturesRefused {
+        fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+            self.0.load_all()
+        }
+
+        fn put(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+            if key.starts_with(CAPTURE_KEY_PREFIX) {
+                return Err(StoreError::Backend {
+                    backend: "test".into(),
+                    source: "captures refused".into(),
+                });
+            }
+            self.0.put(key, value)
+        }
+
+        fn delete(&self, key: &str) -> Result<(), StoreError> {
+            self.0.delete(key)
+        }
+    }
+
+    /// Each capture write's outcome reaches the observer: stored ones `Written`, and one the
+    /// store refuses `Failed` (the capture kept in memory, the computation's error intact);
+    /// a dropped capture's delete is a write too.
+    #[test]
+    fn capture_writes_are_observed_written_or_failed() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let observer = |seen: &Arc<std::sync::Mutex<Vec<CaptureWrite>>>| {
+            let seen = seen.clone();
+            move |w| seen.lock().unwrap().push(w)
+        };
+        let mut c = coordinator(Arc::new(MemoryStore::new())).on_capture_write(observer(&seen));
+        c.set_group("g", &[], topology(4), vec![member("a")])
+            .expect("group set");
+        fail(&mut c, "g", ErrorKind::Trap);
+        c.set_state_limits(StateLimits::default().max_captures(0));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [CaptureWrite::Written, CaptureWrite::Written],
+            "stored, then deleted"
+        );
+
+        seen.lock().unwrap().clear();
+        let mut c =
+            coordinator(Arc::new(CapturesRefused::default())).on_capture_write(observer(&seen));
+        c.set_group("g", &[], topology(4), vec![member("a")])
+            .expect("group set");
+        fail(&mut c, "g", ErrorKind::Trap);
+        assert_eq!(*seen.lock().unwrap(), [CaptureWrite::Failed]);
+        assert!(c.last_capture("g").is_some(), "kept in memory");
     }
 
     /// A failure's retry time reads as an RFC 3339 time, not as epoch seconds.

@@ -121,12 +121,44 @@ pub trait SharedStore: Send + Sync {
     /// [`Revision::ABSENT`] when the key was already gone, else the delete's revision.
     fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError>;
 
+    /// [`put_if`](Self::put_if) (`value` `Some`) or [`delete_if`](Self::delete_if) (`None`)
+    /// whose condition also covers other keys: written only if `key`'s revision is still
+    /// `expected` and every one of `guards` holds, all checked and written at once, so that
+    /// of two writes of different keys each made from a view of the other's key, one loses.
+    /// When any condition fails nothing changes and the answer is
+    /// [`Conflict`](Conditional::Conflict) with `key`'s revision now (which is `expected`
+    /// when only a guard failed).
+    fn write_if_guarded(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+        expected: Revision,
+        guards: &[Guard],
+    ) -> Result<Conditional, StoreError>;
+
     /// The changes of every key after the store's revision `after` (a [`Snapshot::at`]), by
     /// any process (this one included), in the order they were made. The watch keeps going
     /// until it is dropped or the store closes: when it breaks (a member gone) it resumes
     /// where it was, and when the store no longer holds the history it needs (compacted), it
     /// reads every key again and says so ([`WatchEvent::Reset`]).
     fn watch(&self, after: Revision) -> Result<Box<dyn Watch>, StoreError>;
+}
+
+/// A condition on keys other than the one a [`SharedStore::write_if_guarded`] writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Guard {
+    /// The key's revision is still this one ([`Revision::ABSENT`]: it does not exist).
+    Key(String, Revision),
+    /// No key beginning with `prefix` was created or written after the store's revision
+    /// `since` (a [`Snapshot::at`], or a change's revision): every record under it is one
+    /// the writer could have seen. A delete is not seen (the key holds nothing any more).
+    Unchanged {
+        /// The keys' common beginning.
+        prefix: String,
+        /// The store's revision the writer's view of them is current at.
+        since: Revision,
+    },
 }
 
 /// Keys read at one revision of a [`SharedStore`] (see [`SharedStore::load_prefix`]).
@@ -137,6 +169,11 @@ pub struct Snapshot {
     /// The store's revision the keys were read at: every write made after the read has a
     /// higher revision.
     pub at: Revision,
+    /// Keys that exist but whose records cannot be read (damaged, or a chunk of the value
+    /// gone), each with why, sorted by key: listed only by a watch's reset
+    /// ([`WatchEvent::Reset`]), which must not stop for one record; a reader that must see
+    /// every key ([`SharedStore::load_prefix`]) fails naming the record instead.
+    pub damaged: Vec<(String, String)>,
 }
 
 /// A [`SharedStore::watch`]: the changes other processes (and this one) make, in order.
@@ -152,7 +189,8 @@ pub enum WatchEvent {
     /// Keys written or deleted, in the order they were, by one or more transactions.
     Changes(Vec<Change>),
     /// The watch could not resume from where it was (the store compacted that history): every
-    /// key as it is now, read at `at`; a key not listed is gone. Later changes follow.
+    /// key as it is now, read at `at`; a key listed in neither `entries` nor `damaged` is
+    /// gone (a damaged one exists, but is not to be applied). Later changes follow.
     Reset(Snapshot),
     /// The watch broke (why) and resumed: no change was missed. For logs and metrics.
     Resumed(String),

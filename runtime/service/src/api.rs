@@ -63,8 +63,8 @@ use tracing::field::Empty;
 use assignor_coordinator::Assignor;
 use assignor_coordinator::json::{AssignmentView, parse_document_with};
 use assignor_coordinator::{
-    AssignmentJob, CompletedJob, ConfigOp, Coordinator, GroupConfig, GroupDescription, Pending,
-    Prepared,
+    AssignmentJob, CompletedJob, ConfigOp, Coordinator, CoordinatorError, GroupConfig,
+    GroupDescription, Pending, Prepared,
 };
 use assignor_protocol::{
     AssignorEntry, AssignorList, CommittedTarget, ConfigChange, ConfigOverrides, DescribedGroup,
@@ -601,7 +601,10 @@ async fn put_group_config(
     blocking(&t, move |t| {
         let ops: Vec<(&str, ConfigOp)> = ops.iter().map(|(k, o)| (k.as_str(), o.clone())).collect();
         let mut state = t.state();
-        let config = state.coordinator.alter_config(&group, &ops)?;
+        let guards = t.selection_guards(&state, &ops);
+        let config = state
+            .coordinator
+            .alter_config_guarded(&group, &ops, &guards)?;
         tracing::info!(group = %group, assignor = ?config.assignor_name, "group config altered");
         Ok(Json(config_json(&group, &config)))
     })
@@ -678,8 +681,23 @@ async fn put_group(
         let configs = doc.has_configs.then_some(doc.group.configs);
         let mut state = t.state();
         let c = &mut state.coordinator;
-        c.refresh_group(&group)?;
-        c.replace_group(&group, configs, doc.topology, doc.group.members)?;
+        // On a shared store, replaced from this replica's view (the watch keeps it current,
+        // and its own writes are in it): a view that was behind loses the write's condition,
+        // which reads the group again, and the document is applied once more to the stored
+        // group (a second loss answers 503, retriable).
+        if t.shared {
+            let (topology, members) = (doc.topology.clone(), doc.group.members.clone());
+            match c.replace_group(&group, configs.clone(), topology, members) {
+                Err(CoordinatorError::Conflict(_)) => {
+                    c.replace_group(&group, configs, doc.topology, doc.group.members)?;
+                }
+                replaced => {
+                    replaced?;
+                }
+            }
+        } else {
+            c.replace_group(&group, configs, doc.topology, doc.group.members)?;
+        }
         let d = c.describe(&group)?;
         tracing::info!(group = %group, epoch = d.group_epoch, members = d.members.len(), "group updated");
         Ok(Json(describe_json(&d, &t.settings())))
@@ -928,7 +946,11 @@ async fn get_assignment(
 }
 
 async fn get_target(t: &Arc<Tenant>, group: String) -> Result<Response, ApiError> {
-    let (answer, pending) = if t.shared {
+    // From this replica's view on a shared store too: its own commits are in it, and
+    // another replica's reach it within the watch's delay. A group it does not hold yet
+    // (created elsewhere within that delay) is read from the store.
+    let unheld = t.shared && t.lock().await.coordinator.config(&group).is_err();
+    let (answer, pending) = if unheld {
         blocking(t, move |t| {
             let mut state = t.state();
             state.coordinator.refresh_group(&group)?;

@@ -50,14 +50,18 @@
 //!   With `service.store=etcd://…` the same keys live in an etcd cluster instead
 //!   ([`EtcdStore`]), and `store.redb` is not used. Several replicas may then share the
 //!   cluster: each follows the store's watch (see `replication`), which brings what the
-//!   others write (uploads, loaded and checked here before they serve; limits; groups),
+//!   others write (uploads, loaded and checked here before they serve; limits; groups;
+//!   each tenant's applied in order on a thread of its own, so one tenant's slow load holds
+//!   back no other tenant),
 //!   writes a group conditionally on the revision it holds (`SharedStore::put_if`; a replica
 //!   whose target commit loses plans again from the stored group, or answers with the
 //!   winner's target), writes uploads, the limits record and captures conditionally on the
 //!   revision it last saw of each (a lost upload or limits change answers 503
 //!   `COORDINATOR_NOT_AVAILABLE` and takes the stored record; a lost capture keeps the
-//!   stored one), and reads a group from etcd before a document PUT or `GET
-//!   …/assignment`, and before planning one it does not hold yet.
+//!   stored one), guards an upload's delete and a group's selection of it against each
+//!   other (`SharedStore::write_if_guarded`), and reads a group from etcd only when it does
+//!   not hold it yet (a document PUT from a view that was behind loses its condition, reads
+//!   the group again and is applied to the stored group).
 //! - `log.imported/`, `store.imported/`: where a data directory written before redb (the log
 //!   in `log/`; before that, one record file per key in `store/`) keeps its old records once
 //!   they have been imported (see [`import`](assignor_coordinator::store::import)).
@@ -91,7 +95,8 @@
 //! - `admin`: the admin's handlers: tenants' limits at run time, metrics.
 //! - `metrics`: the Prometheus metrics.
 //! - `records`: the service's own stored record, a tenant's limit overrides.
-//! - `replication`: on a store replicas share, the watch that brings the others' changes.
+//! - `replication`: on a store replicas share, the watch that brings the others' changes,
+//!   and the tenants' threads that apply them.
 //! - `error`: the error answer and its status/code table.
 
 #![deny(missing_docs)]
@@ -255,14 +260,17 @@ impl Service {
             StoreConfig::Etcd { endpoints } => Arc::new(EtcdStore::open(endpoints)?),
         };
         let cache = SharedDir::new(config.data_dir.join("cache"));
+        let metrics = Metrics::new();
         let tenants = config
             .tenants
             .iter()
-            .map(|t| Tenant::open(t, &config.broker, store.clone(), &cache).map(Arc::new))
+            .map(|t| {
+                let captures = metrics.capture_writes(&t.name);
+                Tenant::open(t, &config.broker, store.clone(), &cache, captures).map(Arc::new)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         // Every tenant now holds what it uses; nothing is loading yet.
         cache.sweep();
-        let metrics = Metrics::new();
         replication::start(&store, &tenants, metrics.watch())?;
         Ok(Self {
             tenant_hashes: config.tenants.iter().map(|t| t.token_sha256).collect(),

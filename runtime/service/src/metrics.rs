@@ -7,6 +7,7 @@
 //! | `assignor_assignment_fuel` | histogram | `tenant`, `assignor` | fuel of each successful sandboxed computation (built-ins use none) |
 //! | `assignor_assignment_duration_seconds` | histogram | `tenant`, `assignor` | wall time of each computation, failed ones included |
 //! | `assignor_uploads_total` | counter | `tenant`, `outcome` | uploads: `accepted`, or the check that rejected them (`size`, `load`, `name`, `trial`, `policy`) |
+//! | `assignor_capture_writes_total` | counter | `tenant`, `outcome` | writes of failed computations' captures to the store (a capture stored, or a dropped one deleted): `written`, `lost` (on a store replicas share, another replica wrote the group's capture first; the newer one stays), `failed` (the store refused it, logged; a capture is then kept in memory only) |
 //! | `assignor_watch_events_total` | counter | `event` | on a store replicas share, what the store's watch brought: changes `applied` or `refused` (logged with their key), watches `resumed` after a break, `reset`s (every key read again after a compaction) |
 //!
 //! A computation skipped because its group's target was current, or because a failing
@@ -24,6 +25,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use assignor_coordinator::CaptureWrite;
 use assignor_sandbox::ErrorKind;
 
 /// The content type of [`Metrics::encode`]'s text.
@@ -63,7 +65,7 @@ impl WatchMetrics {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct UploadLabels {
+struct OutcomeLabels {
     tenant: String,
     outcome: String,
 }
@@ -78,7 +80,8 @@ pub(crate) struct Metrics {
     failures: Family<FailureLabels, Counter>,
     fuel: HistogramFamily,
     duration: HistogramFamily,
-    uploads: Family<UploadLabels, Counter>,
+    uploads: Family<OutcomeLabels, Counter>,
+    capture_writes: Family<OutcomeLabels, Counter>,
     watch: WatchMetrics,
 }
 
@@ -103,6 +106,7 @@ impl Metrics {
         let fuel: HistogramFamily = Family::new_with_constructor(fuel_histogram);
         let duration: HistogramFamily = Family::new_with_constructor(duration_histogram);
         let uploads = Family::default();
+        let capture_writes = Family::default();
         let watch = WatchMetrics(Family::default());
         registry.register(
             "watch_events",
@@ -134,6 +138,12 @@ impl Metrics {
             "Uploads, by outcome: accepted or the check that rejected them",
             uploads.clone(),
         );
+        registry.register(
+            "capture_writes",
+            "Writes of failed computations' captures to the store, by outcome: written, lost \
+             (another replica's capture stays) or failed (kept in memory only)",
+            capture_writes.clone(),
+        );
         Self {
             registry,
             assignments,
@@ -141,6 +151,7 @@ impl Metrics {
             fuel,
             duration,
             uploads,
+            capture_writes,
             watch,
         }
     }
@@ -188,11 +199,28 @@ impl Metrics {
     /// Records an upload's outcome: `accepted` or the failed check.
     pub(crate) fn upload(&self, tenant: &str, outcome: &str) {
         self.uploads
-            .get_or_create(&UploadLabels {
+            .get_or_create(&OutcomeLabels {
                 tenant: tenant.to_owned(),
                 outcome: outcome.to_owned(),
             })
             .inc();
+    }
+
+    /// What counts `tenant`'s capture writes, for its coordinator
+    /// (`Coordinator::on_capture_write`).
+    pub(crate) fn capture_writes(
+        &self,
+        tenant: &str,
+    ) -> impl Fn(CaptureWrite) + Send + Sync + 'static {
+        let (family, tenant) = (self.capture_writes.clone(), tenant.to_owned());
+        move |outcome: CaptureWrite| {
+            family
+                .get_or_create(&OutcomeLabels {
+                    tenant: tenant.clone(),
+                    outcome: outcome.as_str().to_owned(),
+                })
+                .inc();
+        }
     }
 
     /// Every metric in the OpenMetrics text format.
@@ -209,7 +237,7 @@ mod tests {
     use super::*;
 
     /// Successes feed the counter and both histograms, failures the per-kind counter; the
-    /// text names tenant and assignor on every series.
+    /// text names tenant and assignor on every series; capture writes count by outcome.
     #[test]
     fn assignments_and_failures_are_encoded_with_their_labels() {
         let m = Metrics::new();
@@ -221,6 +249,9 @@ mod tests {
             Err(ErrorKind::OutOfFuel),
         );
         m.upload("a", "trial");
+        let count = m.capture_writes("a");
+        count(CaptureWrite::Failed);
+        count(CaptureWrite::Failed);
         let text = m.encode();
         for line in [
             r#"assignor_assignments_total{tenant="a",assignor="sticky"} 1"#,
@@ -228,6 +259,7 @@ mod tests {
             r#"assignor_assignment_fuel_count{tenant="a",assignor="sticky"} 1"#,
             r#"assignor_assignment_duration_seconds_count{tenant="a",assignor="loop"} 1"#,
             r#"assignor_uploads_total{tenant="a",outcome="trial"} 1"#,
+            r#"assignor_capture_writes_total{tenant="a",outcome="failed"} 2"#,
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }

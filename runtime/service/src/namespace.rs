@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use assignor_coordinator::store::{
-    Conditional, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
+    Conditional, Guard, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
 };
 
 /// A [`Store`] confined to the keys under one prefix.
@@ -76,6 +76,11 @@ impl SharedStore for Namespaced {
                 .filter_map(|(k, v, r)| Some((k.strip_prefix(&self.prefix)?.to_owned(), v, r)))
                 .collect(),
             at: snapshot.at,
+            damaged: snapshot
+                .damaged
+                .into_iter()
+                .filter_map(|(k, why)| Some((k.strip_prefix(&self.prefix)?.to_owned(), why)))
+                .collect(),
         })
     }
 
@@ -96,6 +101,38 @@ impl SharedStore for Namespaced {
     fn delete_if(&self, key: &str, expected: Revision) -> Result<Conditional, StoreError> {
         self.shared_inner()?
             .delete_if(&format!("{}{key}", self.prefix), expected)
+    }
+
+    fn write_if_guarded(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+        expected: Revision,
+        guards: &[Guard],
+    ) -> Result<Conditional, StoreError> {
+        let guards = guards
+            .iter()
+            .map(|guard| match guard {
+                Guard::Key(key, revision) => {
+                    Ok(Guard::Key(format!("{}{key}", self.prefix), *revision))
+                }
+                Guard::Unchanged { prefix, since } => Ok(Guard::Unchanged {
+                    prefix: format!("{}{prefix}", self.prefix),
+                    since: *since,
+                }),
+                // Not confined to the namespace: refused rather than checked outside it.
+                other => Err(StoreError::Backend {
+                    backend: format!("namespace {:?}", self.prefix),
+                    source: format!("a guard this namespace cannot confine: {other:?}").into(),
+                }),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.shared_inner()?.write_if_guarded(
+            &format!("{}{key}", self.prefix),
+            value,
+            expected,
+            &guards,
+        )
     }
 
     /// The service watches the whole store once, for every tenant (see `replication`), so

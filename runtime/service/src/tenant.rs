@@ -8,7 +8,9 @@
 //! [`Tenant::lock`], the async side of the state's lock, for the trigger's brief steps.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -16,11 +18,13 @@ use tokio::sync::{Mutex, MutexGuard, Semaphore};
 
 use assignor_coordinator::Assignor;
 use assignor_coordinator::BUILTIN_NAMES;
+use assignor_coordinator::CaptureWrite;
 use assignor_coordinator::Coordinator;
 use assignor_coordinator::Registry;
 use assignor_coordinator::config::BrokerConfig;
 use assignor_coordinator::json::parse_input;
-use assignor_coordinator::store::{Conditional, Revision, Snapshot, Store};
+use assignor_coordinator::store::{Conditional, Guard, Revision, Snapshot, Store};
+use assignor_coordinator::{ASSIGNOR_NAME, ConfigOp};
 use assignor_protocol::{LimitOverrides, UploadReport, UsageReport};
 use assignor_sandbox::ComponentAssignor;
 use assignor_sandbox::Runtime;
@@ -41,6 +45,15 @@ const LIMITS_KEY: &str = "limits";
 /// 2 processes, a stateful subtopology with standbys and rack tags, a stateless one), small
 /// enough to cost nothing and rich enough to exercise every output rule.
 const TRIAL_GROUP: &str = include_str!("../../demo/group.json");
+/// The longest an upload delete on a store replicas share waits for this replica's own
+/// group writes to come back through the watch (milliseconds on loopback): past it, the
+/// delete is made anyway, and loses if one has not (503, retriable).
+const OWN_WRITES_WAIT: Duration = Duration::from_secs(2);
+/// How often that wait looks again.
+const OWN_WRITES_POLL: Duration = Duration::from_millis(5);
+/// Store keys (inside the tenant's namespace) of group records start with this (the
+/// coordinator's).
+const GROUP_KEY_PREFIX: &str = "group/";
 /// Instance slots beyond `max.concurrent.assignments` in a tenant's runtime: an upload's load
 /// takes one while it reads `name()` and runs `configure`.
 const EXTRA_INSTANCE_SLOTS: u32 = 1;
@@ -200,13 +213,17 @@ impl Settings {
 pub(crate) struct Tenant {
     pub(crate) name: String,
     /// Whether the store is shared with other service replicas (etcd): the store's watch
-    /// then keeps the tenant current (see `replication`), a group is read again before a
-    /// document PUT or `GET …/assignment`, and its writes are conditional network round
-    /// trips, made on the blocking pool.
+    /// then keeps the tenant current (see `replication`), a group this replica does not hold
+    /// is read from the store before it is served, and its writes are conditional network
+    /// round trips, made on the blocking pool.
     pub(crate) shared: bool,
     /// On a shared store, the store's revision the tenant was loaded at: what the replica's
     /// watch reports up to it is already here.
     pub(crate) loaded_at: Revision,
+    /// On a shared store, the raw [`Revision`] up to which the watch's changes of this
+    /// tenant are applied here (see [`Tenant::saw`]): the view an upload delete's condition
+    /// on the tenant's group records is taken from.
+    view: AtomicU64,
     broker: BrokerConfig,
     /// The service's compiled-component cache, shared by every tenant.
     cache: Arc<SharedDir>,
@@ -348,12 +365,14 @@ impl Tenant {
     /// runtime (compiled components cached in `cache`), the broker's registry plus every
     /// upload in its namespace, and its coordinator. An upload that no longer loads stops
     /// startup, naming tenant and assignor: it was checked when uploaded, so this means the
-    /// runtime or the tenant's limits changed underneath it.
+    /// runtime or the tenant's limits changed underneath it. `captures` is told the outcome
+    /// of each of its coordinator's capture writes (the service's metrics).
     pub(crate) fn open(
         config: &TenantConfig,
         broker: &BrokerConfig,
         store: Arc<dyn Store>,
         cache: &Arc<SharedDir>,
+        captures: impl Fn(CaptureWrite) + Send + Sync + 'static,
     ) -> Result<Self, StartError> {
         let tenant = config.name.clone();
         let store_error = |what, source| StartError::Store {
@@ -372,6 +391,7 @@ impl Tenant {
                     .map(|(k, v)| (k, v, Revision::ABSENT))
                     .collect(),
                 at: Revision::ABSENT,
+                damaged: Vec::new(),
             }),
         }
         .map_err(|e| store_error("its records cannot be read", e.into()))?;
@@ -420,12 +440,14 @@ impl Tenant {
         };
         let coordinator = Coordinator::open_from(registry, broker, store.clone(), entries)
             .map_err(|e| store_error("its groups cannot be opened", e.into()))?
+            .on_capture_write(captures)
             .with_state_limits(limits.state_limits());
         let permits = Arc::new(Semaphore::new(limits.max_concurrent_assignments));
         Ok(Self {
             name: tenant,
             shared: store.shared().is_some(),
             loaded_at: snapshot.at,
+            view: AtomicU64::new(snapshot.at.raw()),
             broker: broker.clone(),
             cache: cache.clone(),
             configured: config.limits.clone(),
@@ -444,6 +466,44 @@ impl Tenant {
                 permits,
             })),
         })
+    }
+
+    /// Notes that the watch's changes of this tenant up to `revision` are applied (the
+    /// replica's thread for the tenant applies them in order).
+    pub(crate) fn saw(&self, revision: Revision) {
+        self.view.fetch_max(revision.raw(), Ordering::SeqCst);
+    }
+
+    /// The revision up to which the watch's changes of this tenant are applied here.
+    fn view(&self) -> Revision {
+        Revision::new(self.view.load(Ordering::SeqCst))
+    }
+
+    /// The guards of a change of `group`'s config, `ops`, on a store replicas share: a change
+    /// selecting an upload this replica serves is conditional on the upload's record being
+    /// the one it loaded, so that the change and another replica's delete of the upload
+    /// (conditional on the tenant's group records, see [`Tenant::delete_upload`]) cannot
+    /// both land: the one that commits second loses (503, retriable).
+    pub(crate) fn selection_guards(
+        &self,
+        state: &TenantState,
+        ops: &[(&str, ConfigOp)],
+    ) -> Vec<Guard> {
+        if self.store.shared().is_none() {
+            return Vec::new();
+        }
+        ops.iter()
+            .filter_map(|(key, op)| match op {
+                ConfigOp::Set(name)
+                    if *key == ASSIGNOR_NAME && state.uploads.contains_key(name) =>
+                {
+                    let key = format!("{ASSIGNOR_KEY_PREFIX}{name}");
+                    let revision = held(&state.revisions, &key);
+                    Some(Guard::Key(key, revision))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The tenant's state, for code on the blocking pool (or any thread outside the async
@@ -965,11 +1025,13 @@ impl Tenant {
     }
 
     /// Applies a full read of the store at `at` (the watch's reset, after etcd compacted the
-    /// history it needed): `entries` are the tenant's keys now; those this replica holds that
-    /// are not among them are gone. Returns the refusals, each with its key.
+    /// history it needed): `entries` are the tenant's keys now, and `damaged` (sorted) keys
+    /// that exist but could not be read, which keep what this replica holds; those this
+    /// replica holds that are among neither are gone. Returns the refusals, each with its key.
     pub(crate) fn apply_reset(
         &self,
         entries: &[(String, Vec<u8>, Revision)],
+        damaged: &[&str],
         at: Revision,
     ) -> Vec<(String, String)> {
         let mut refused = Vec::new();
@@ -993,6 +1055,7 @@ impl Tenant {
             if entries
                 .binary_search_by(|(k, _, _)| k.as_str().cmp(&key))
                 .is_err()
+                && damaged.binary_search(&key.as_str()).is_err()
                 && let Err(why) = self.apply_change(&key, None, at)
             {
                 refused.push((key, why));
@@ -1009,8 +1072,26 @@ impl Tenant {
     /// Deletes an upload, refused while a group selects it (`ASSIGNOR_IN_USE`, listing them):
     /// silently moving those groups to the default assignor would change their assignments
     /// behind their owners' backs.
+    ///
+    /// On a store replicas share the groups are checked as this replica holds them, so the
+    /// delete is also conditional on the tenant's group records: none written since the
+    /// watch's changes applied here (a group another replica pointed at the upload meanwhile
+    /// makes the delete lose: 503, retriable). This replica's own group writes come back
+    /// through the watch within its delay, which the delete waits for (at most
+    /// [`OWN_WRITES_WAIT`]) so that they do not make it lose.
     pub(crate) fn delete_upload(&self, name: &str) -> Result<(), ApiError> {
         let mut state = self.state();
+        if self.store.shared().is_some() {
+            let deadline = Instant::now() + OWN_WRITES_WAIT;
+            while self.view() < state.coordinator.latest_group_revision()
+                && Instant::now() < deadline
+            {
+                // Without the lock, which the tenant's thread takes to apply the changes.
+                drop(state);
+                std::thread::sleep(OWN_WRITES_POLL);
+                state = self.state();
+            }
+        }
         if !state.uploads.contains_key(name) {
             return Err(ApiError::assignor_not_found(name));
         }
@@ -1036,7 +1117,19 @@ impl Tenant {
             // this one last saw the key is not deleted from the older view.
             Some(shared) => {
                 let expected = held(&state.revisions, &key);
-                let outcome = shared.delete_if(&key, expected).map_err(failed)?;
+                let groups = Guard::Unchanged {
+                    prefix: GROUP_KEY_PREFIX.to_owned(),
+                    since: self.view(),
+                };
+                let outcome = shared
+                    .write_if_guarded(&key, None, expected, &[groups])
+                    .map_err(failed)?;
+                if outcome == Conditional::Conflict(expected) {
+                    // The upload is as this replica holds it: a group record moved.
+                    return Err(changed_elsewhere(&format!(
+                        "a group of this tenant (which may now select `{name}`)"
+                    )));
+                }
                 if written(outcome, "the upload's deletion")?.is_none() {
                     drop(state);
                     self.read_again(&key);

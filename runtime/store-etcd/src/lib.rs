@@ -36,7 +36,10 @@
 //! one transaction carrying all their compares. etcd applies such a transaction whole or not
 //! at all and does not say which compare failed, so when one fails, its writes are made again
 //! one by one, each answered written or in conflict. A large value's conditional write goes
-//! alone (its chunks first).
+//! alone (its chunks first), and so does a guarded one ([`SharedStore::write_if_guarded`]:
+//! compares on other keys too, a key's revision or a prefix unchanged since a revision, one
+//! range compare per record form), since a write of a key it guards in the same transaction
+//! would land with it.
 //!
 //! The store's changes are watched ([`SharedStore::watch`]) by one etcd watch over the
 //! manifests and inline values (see `watch`).
@@ -81,7 +84,7 @@ use std::time::Duration;
 
 use assignor_coordinator::store::queue::{Done, Refusal, Write};
 use assignor_coordinator::store::{
-    Conditional, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
+    Conditional, Guard, Revision, SharedStore, Snapshot, Store, StoreError, SyncToken, Watch,
 };
 
 use crate::writer::Selection;
@@ -413,6 +416,27 @@ impl SharedStore for EtcdStore {
         self.shared.put_if(key, None, expected)
     }
 
+    fn write_if_guarded(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+        expected: Revision,
+        guards: &[Guard],
+    ) -> Result<Conditional, StoreError> {
+        self.check(key, value)?;
+        // Two compares per key (its two forms) and per guard, in one transaction.
+        let compares = 2 * (1 + guards.len());
+        if compares > self.shared.limits.max_txn_ops {
+            return Err(self.shared.refused(format!(
+                "a guarded write of {key:?} needs {compares} compares, over the transaction's \
+                 {} (EtcdLimits::max_txn_ops)",
+                self.shared.limits.max_txn_ops
+            )));
+        }
+        self.sync(self.shared.queue.last_written())?;
+        self.shared.write_if_guarded(key, value, expected, guards)
+    }
+
     fn watch(&self, after: Revision) -> Result<Box<dyn Watch>, StoreError> {
         Ok(Box::new(watch::start(&self.shared, after)))
     }
@@ -687,6 +711,153 @@ mod tests {
         );
     }
 
+    /// A write guarded by another key's revision, or by a prefix unchanged since a view,
+    /// loses when that key (or a key under the prefix, created or written) moved: a group
+    /// write selecting an upload against the upload's delete from a view older than the
+    /// group's change, each way round. Nothing changes on a loss, and the answer is the
+    /// written key's revision now. A guard with more compares than a transaction takes is
+    /// refused before anything is sent.
+    #[test]
+    fn guarded_writes_lose_when_a_guarded_key_moved() {
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let s = store.shared().unwrap();
+        let (upload, group) = ("tenant/t/assignor/u", "tenant/t/group/g");
+        let written = |c: Conditional| match c {
+            Conditional::Written(r) => r,
+            other => panic!("written, not {other:?}"),
+        };
+        let ru = written(s.put_if(upload, b"component", Revision::ABSENT).unwrap());
+        let rg = written(s.put_if(group, b"default", Revision::ABSENT).unwrap());
+        let view = s.load_prefix("tenant/t/").unwrap().at;
+        let groups = || Guard::Unchanged {
+            prefix: "tenant/t/group/".into(),
+            since: view,
+        };
+
+        // The group selects the upload (guarded by it), then a delete from the older view.
+        let rg = written(
+            s.write_if_guarded(
+                group,
+                Some(b"selects u"),
+                rg,
+                &[Guard::Key(upload.into(), ru)],
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            s.write_if_guarded(upload, None, ru, &[groups()]).unwrap(),
+            Conditional::Conflict(ru),
+            "the delete's view of the groups is older than the group's change"
+        );
+        assert!(s.get(upload).unwrap().is_some(), "the upload stays");
+
+        // A group created since the view is a change too.
+        let view = s.load_prefix("tenant/t/").unwrap().at;
+        let groups = || Guard::Unchanged {
+            prefix: "tenant/t/group/".into(),
+            since: view,
+        };
+        written(
+            s.put_if("tenant/t/group/new", b"n", Revision::ABSENT)
+                .unwrap(),
+        );
+        assert_eq!(
+            s.write_if_guarded(upload, None, ru, &[groups()]).unwrap(),
+            Conditional::Conflict(ru)
+        );
+
+        // The other way round: the delete lands first (from a current view), and a group
+        // write guarded by the upload's revision then loses.
+        let view = s.load_prefix("tenant/t/").unwrap().at;
+        let current = Guard::Unchanged {
+            prefix: "tenant/t/group/".into(),
+            since: view,
+        };
+        written(s.write_if_guarded(upload, None, ru, &[current]).unwrap());
+        assert_eq!(
+            s.write_if_guarded(
+                group,
+                Some(b"selects u, again"),
+                rg,
+                &[Guard::Key(upload.into(), ru)]
+            )
+            .unwrap(),
+            Conditional::Conflict(rg)
+        );
+        assert_eq!(s.get(group).unwrap().unwrap().0, b"selects u", "unchanged");
+
+        let too_many: Vec<Guard> = (0..ETCD_MAX_TXN_OPS)
+            .map(|i| Guard::Key(format!("tenant/t/group/g{i}"), Revision::ABSENT))
+            .collect();
+        let error = s
+            .write_if_guarded(upload, None, Revision::ABSENT, &too_many)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("EtcdLimits::max_txn_ops"), "{error}");
+    }
+
+    /// Guarded writes are not batched with writes of the keys they guard (a transaction
+    /// checks every compare before any write, so both would land): a group write selecting
+    /// an upload, guarded by the upload, and the upload's delete, guarded by the group,
+    /// queued together from the same view: exactly one lands, whichever commits first.
+    /// (Batched together, both were answered written.)
+    #[test]
+    fn a_guarded_write_is_not_batched_with_a_write_of_its_guard() {
+        let cluster = Cluster::start(1).unwrap();
+        let store = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let s = store.shared().unwrap();
+        let (upload, group) = ("tenant/t/assignor/u", "tenant/t/group/g");
+        let Conditional::Written(ru) = s.put_if(upload, b"component", Revision::ABSENT).unwrap()
+        else {
+            panic!("written")
+        };
+        let Conditional::Written(rg) = s.put_if(group, b"default", Revision::ABSENT).unwrap()
+        else {
+            panic!("written")
+        };
+        let queued = [
+            (
+                group,
+                Some(b"selects u".to_vec()),
+                rg,
+                vec![Guard::Key(upload.into(), ru)],
+            ),
+            (upload, None, ru, vec![Guard::Key(group.into(), rg)]),
+        ];
+        let mut answers = Vec::new();
+        {
+            let mut waiting = store.shared.conditionals.lock().unwrap();
+            for (key, value, expected, guards) in queued {
+                let (answer, rx) = mpsc::sync_channel(1);
+                waiting.push(writer::ConditionalWrite {
+                    key: key.into(),
+                    value,
+                    expected,
+                    guards,
+                    answer,
+                });
+                answers.push(rx);
+            }
+        }
+        store.shared.conditional_work.notify_one();
+        let outcomes: Vec<Conditional> = answers
+            .iter()
+            .map(|rx| rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap())
+            .collect();
+        let landed = outcomes
+            .iter()
+            .filter(|o| matches!(o, Conditional::Written(_)))
+            .count();
+        assert_eq!(landed, 1, "exactly one lands: {outcomes:?}");
+        let selects = s.get(group).unwrap().unwrap().0 == b"selects u";
+        assert_ne!(
+            selects,
+            s.get(upload).unwrap().is_none(),
+            "the group never selects a deleted upload"
+        );
+    }
+
     /// Conditional puts waiting together share a transaction and are each answered as if made
     /// alone: two puts from "absent" per key (queued at once, so the writer's batches are
     /// known: one put per key in each, as a transaction names a key once) give one winner per
@@ -718,6 +889,7 @@ mod tests {
                     key: key.clone(),
                     value: Some(value.clone().into_bytes()),
                     expected: Revision::ABSENT,
+                    guards: Vec::new(),
                     answer,
                 });
                 answers.push(rx);
@@ -881,6 +1053,76 @@ mod tests {
             panic!("changes follow the reset, not {event:?}");
         };
         assert_eq!(changes[0].key, "tenant/t/group/later");
+    }
+
+    /// A watch's reset after a compaction reads every record it can and lists the damaged
+    /// ones, each naming its etcd key: a record that does not decode and a chunked value
+    /// whose chunk was altered do not stop it, and changes follow. (When they failed the whole
+    /// read, the reset was tried again and again until they were repaired: no event came.)
+    #[test]
+    fn a_reset_lists_damaged_records_and_reads_the_rest() {
+        let cluster = Cluster::start(1).unwrap();
+        let a = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let b = EtcdStore::open(&cluster.endpoints()).unwrap();
+        let before = b.shared().unwrap().load_prefix("").unwrap().at;
+        a.put("tenant/t/group/good", b"fine").unwrap();
+        a.put("tenant/t/assignor/big", &big(3 << 20, 7)).unwrap();
+        cluster
+            .put("assignor/v/tenant/t/group/bad", b"garbage")
+            .unwrap();
+        let chunks = cluster.versions("assignor/c/").unwrap();
+        assert!(chunks.len() > 1, "the value is chunked: {chunks:?}");
+        cluster.put(&chunks[0].0, b"altered").unwrap();
+        cluster.compact().unwrap();
+
+        let rx = forward(b.shared().unwrap().watch(before).unwrap());
+        // Resumptions are skipped, within one deadline: a reset that fails is tried again,
+        // each try reported resumed.
+        let next = || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left).expect("an event within 20 s") {
+                    WatchEvent::Resumed(_) => continue,
+                    event => return event,
+                }
+            }
+        };
+        let event = next();
+        let WatchEvent::Reset(reset) = event else {
+            panic!("a watch from a compacted revision starts with a reset, not {event:?}");
+        };
+        let read: Vec<_> = reset
+            .entries
+            .iter()
+            .map(|(k, v, _)| (k.as_str(), v.as_slice()))
+            .collect();
+        assert_eq!(read, [("tenant/t/group/good", &b"fine"[..])]);
+        let damaged: Vec<_> = reset.damaged.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(damaged, ["tenant/t/assignor/big", "tenant/t/group/bad"]);
+        assert!(
+            reset.damaged[0]
+                .1
+                .contains("assignor/m/tenant/t/assignor/big")
+                && reset.damaged[0].1.contains("chunk 0"),
+            "{}",
+            reset.damaged[0].1
+        );
+        assert!(
+            reset.damaged[1].1.contains("assignor/v/tenant/t/group/bad"),
+            "{}",
+            reset.damaged[1].1
+        );
+        a.put("tenant/t/group/later", b"l").unwrap();
+        let event = next();
+        let WatchEvent::Changes(changes) = event else {
+            panic!("changes follow the reset, not {event:?}");
+        };
+        assert_eq!(changes[0].key, "tenant/t/group/later");
+        assert!(
+            b.load_all().is_err(),
+            "a reader that must see every key still refuses the damaged records"
+        );
     }
 
     /// Good URLs give one http endpoint per member; each kind of bad URL is refused naming

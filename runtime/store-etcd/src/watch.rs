@@ -8,7 +8,8 @@
 //! A watch that breaks (its member killed, a leader lost, the stream ended) is opened again
 //! from the revision after the last one delivered, on whichever member the client reaches, so
 //! nothing is missed or delivered twice; when etcd no longer holds that revision (compacted),
-//! every key is read again and delivered as a reset. Each try is bounded by the store's
+//! every key is read again and delivered as a reset (a record that cannot be read is listed
+//! as damaged there, with why, not a reason to fail the read: it would fail until repaired). Each try is bounded by the store's
 //! request timeout, pauses between tries double from 50 ms up to 1 s, and every break is
 //! logged and reported (`WatchEvent::Resumed`) once the watch runs again. The task ends when
 //! the watch is dropped or the store closes.
@@ -24,8 +25,8 @@ use assignor_coordinator::store::{Change, Revision, Watch, WatchEvent};
 
 use crate::value;
 use crate::writer::{
-    MAX_OUTAGE_PAUSE, RETRY_PAUSE, Selection, Shared, ValueError, encode_revision, etcd_revision,
-    prefix_end,
+    Damaged, MAX_OUTAGE_PAUSE, RETRY_PAUSE, Selection, Shared, ValueError, encode_revision,
+    etcd_revision, prefix_end,
 };
 
 /// Events waiting for the caller: past this, the watch waits for it (and etcd holds the rest).
@@ -85,7 +86,12 @@ async fn follow(shared: Arc<Shared>, mut next: i64, tx: mpsc::Sender<WatchEvent>
                     compacted,
                     "the watch's history is compacted: reading every key again"
                 );
-                match shared.load(&Selection::Prefix(String::new())).await {
+                // A damaged record is listed, not a reason to read everything again: it
+                // would fail every time until repaired, and hold back every other change.
+                match shared
+                    .load(&Selection::Prefix(String::new()), Damaged::List)
+                    .await
+                {
                     Ok(snapshot) => {
                         next = etcd_revision(snapshot.at) + 1;
                         if tx.send(WatchEvent::Reset(snapshot)).await.is_err() {

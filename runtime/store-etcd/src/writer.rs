@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use assignor_coordinator::store::queue::{GroupCommitQueue, OnFailure, Receipt, Write};
-use assignor_coordinator::store::{Conditional, Revision, Snapshot, StoreError};
+use assignor_coordinator::store::{Conditional, Guard, Revision, Snapshot, StoreError};
 
 use crate::EtcdLimits;
 use crate::value::{self, Manifest};
@@ -313,6 +313,9 @@ pub(crate) struct ConditionalWrite {
     /// `None` deletes the key.
     pub(crate) value: Option<Vec<u8>>,
     pub(crate) expected: Revision,
+    /// Conditions on other keys (`SharedStore::write_if_guarded`); a write with any is
+    /// committed alone.
+    pub(crate) guards: Vec<Guard>,
     pub(crate) answer: mpsc::SyncSender<Result<Conditional, StoreError>>,
 }
 
@@ -634,7 +637,7 @@ impl Shared {
         let (tx, rx) = mpsc::sync_channel(1);
         let shared = Arc::clone(self);
         self.runtime.spawn(async move {
-            let _ = tx.send(shared.load(&selection).await);
+            let _ = tx.send(shared.load(&selection, Damaged::Refuse).await);
         });
         rx.recv()
             .unwrap_or_else(|_| Err(self.refused("the store closed during the read".into())))
@@ -649,6 +652,18 @@ impl Shared {
         value: Option<&[u8]>,
         expected: Revision,
     ) -> Result<Conditional, StoreError> {
+        self.write_if_guarded(key, value, expected, &[])
+    }
+
+    /// [`put_if`](Self::put_if), also conditional on `guards`
+    /// (`SharedStore::write_if_guarded`).
+    pub(crate) fn write_if_guarded(
+        self: &Arc<Self>,
+        key: &str,
+        value: Option<&[u8]>,
+        expected: Revision,
+        guards: &[Guard],
+    ) -> Result<Conditional, StoreError> {
         let (answer, rx) = mpsc::sync_channel(1);
         self.conditionals
             .lock()
@@ -657,6 +672,7 @@ impl Shared {
                 key: key.to_owned(),
                 value: value.map(<[u8]>::to_vec),
                 expected,
+                guards: guards.to_vec(),
                 answer,
             });
         self.conditional_work.notify_one();
@@ -666,7 +682,9 @@ impl Shared {
 
     /// The conditional writes for the next transaction, in the order they came: one large
     /// value alone, or small ones of distinct keys (etcd refuses a transaction naming a key
-    /// twice) within the transaction's operation and byte limits; the others wait.
+    /// twice) within the transaction's operation and byte limits; the others wait. A guarded
+    /// write goes alone too: its guards would be checked before the batch's other writes, so
+    /// one of them changing a guarded key could land with it, the pair the guard excludes.
     fn take_conditionals(&self) -> Vec<ConditionalWrite> {
         let limits = &self.limits;
         let mut waiting = self
@@ -677,17 +695,17 @@ impl Shared {
         let (mut keys, mut bytes, mut alone) = (HashSet::new(), 0, false);
         for write in waiting.drain(..) {
             let len = write.value.as_ref().map_or(0, Vec::len);
-            let large = len > limits.chunk_bytes;
+            let solo = len > limits.chunk_bytes || !write.guards.is_empty();
             // Two compares and two operations per write (its form, the other form).
             let sent = len + 4 * (self.prefix.len() + write.key.len()) + TXN_OP_OVERHEAD;
             let joins = taken.is_empty()
                 || (!alone
-                    && !large
+                    && !solo
                     && (taken.len() + 1) * 2 <= limits.max_txn_ops
                     && bytes + sent <= limits.max_txn_bytes
                     && !keys.contains(&write.key));
             if joins {
-                alone |= large;
+                alone |= solo;
                 keys.insert(write.key.clone());
                 bytes += sent;
                 taken.push(write);
@@ -706,7 +724,13 @@ impl Shared {
         let deadline = Instant::now() + self.limits.request_timeout;
         if let [write] = batch.as_slice() {
             let outcome = self
-                .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
+                .conditional(
+                    &write.key,
+                    write.value.as_deref(),
+                    write.expected,
+                    &write.guards,
+                    deadline,
+                )
                 .await;
             return self.answer_conditional(write, outcome).await;
         }
@@ -756,7 +780,13 @@ impl Shared {
                 for write in &batch {
                     let deadline = Instant::now() + self.limits.request_timeout;
                     let outcome = self
-                        .conditional(&write.key, write.value.as_deref(), write.expected, deadline)
+                        .conditional(
+                            &write.key,
+                            write.value.as_deref(),
+                            write.expected,
+                            &write.guards,
+                            deadline,
+                        )
                         .await;
                     self.answer_conditional(write, outcome).await;
                 }
@@ -798,10 +828,10 @@ impl Shared {
         let _ = write.answer.send(answer);
     }
 
-    /// Writes `value` under `key` if its revision is `expected`: in one transaction whose
-    /// compares check the key's form (inline or manifest) is still the one at `expected`
-    /// (and a large value's chunks exist), and whose else-branch reads both forms, so a
-    /// refusal says the revision now. A transaction retried after a lost answer may find its
+    /// Writes `value` under `key` if its revision is `expected` and `guards` hold: in one
+    /// transaction whose compares check the key's form (inline or manifest) is still the one
+    /// at `expected` (and a large value's chunks exist, and each guard holds), and whose
+    /// else-branch reads both forms, so a refusal says the revision now. A transaction retried after a lost answer may find its
     /// own write: the key then holds exactly the record sent, which counts as written.
     /// Returns what happened, and whether a manifest was replaced or deleted (chunks to sweep).
     async fn conditional(
@@ -809,11 +839,15 @@ impl Shared {
         key: &str,
         value: Option<&[u8]>,
         expected: Revision,
+        guards: &[Guard],
         deadline: Instant,
     ) -> Result<(Conditional, bool), String> {
         let (inline_key, manifest_key) =
             (self.key(&format!("v/{key}")), self.key(&format!("m/{key}")));
         let mut compares = expected_compares(&inline_key, &manifest_key, expected).to_vec();
+        for guard in guards {
+            compares.extend(self.guard_compares(guard)?);
+        }
         let reads = vec![
             TxnOp::get(inline_key.as_str(), None),
             TxnOp::get(manifest_key.as_str(), None),
@@ -909,7 +943,8 @@ impl Shared {
                 // for a delete, nothing).
                 return Ok((Conditional::Written(now), false));
             }
-            if now != expected {
+            // A guard that failed leaves the key as expected: nothing to write again.
+            if now != expected || !guards.is_empty() {
                 return Ok((Conditional::Conflict(now), false));
             }
             tracing::debug!(backend = %self.name, key, "a chunk vanished before its manifest: writing them again");
@@ -920,8 +955,35 @@ impl Shared {
         ))
     }
 
-    /// [`read`](Self::read), on the client thread.
-    pub(crate) async fn load(&self, selection: &Selection) -> Result<Snapshot, StoreError> {
+    /// The compares that hold while `guard` does, over both forms of the keys it names.
+    fn guard_compares(&self, guard: &Guard) -> Result<[Compare; 2], String> {
+        match guard {
+            Guard::Key(key, revision) => Ok(expected_compares(
+                &self.key(&format!("v/{key}")),
+                &self.key(&format!("m/{key}")),
+                *revision,
+            )),
+            Guard::Unchanged { prefix, since } => {
+                // Every key in the range written at or before `since` (an empty range holds).
+                let unchanged = |form: &str| {
+                    let start = self.key(&format!("{form}{prefix}"));
+                    let end = prefix_end(start.as_bytes());
+                    Compare::mod_revision(start, CompareOp::Less, etcd_revision(*since) + 1)
+                        .with_range(end)
+                };
+                Ok([unchanged("v/"), unchanged("m/")])
+            }
+            other => Err(format!("a guard this store does not know: {other:?}")),
+        }
+    }
+
+    /// [`read`](Self::read), on the client thread; a record that cannot be read fails the
+    /// read or is listed, as `damaged` says.
+    pub(crate) async fn load(
+        &self,
+        selection: &Selection,
+        damaged: Damaged,
+    ) -> Result<Snapshot, StoreError> {
         let deadline = Instant::now() + self.limits.request_timeout;
         let fail = |why: String| StoreError::Backend {
             backend: self.name.clone(),
@@ -967,27 +1029,37 @@ impl Shared {
             ))
         };
         let mut entries = BTreeMap::new();
+        let mut listed = BTreeMap::new();
+        // A damaged record: an error, or listed (the key's value, if read, dropped with it).
+        let mut refuse = |key: String, etcd_key: &str, why: String| match damaged {
+            Damaged::Refuse => Err(corrupt(etcd_key, why)),
+            Damaged::List => {
+                listed.insert(key, format!("{etcd_key:?} is corrupt: {why}"));
+                Ok(())
+            }
+        };
         for (etcd_key, record, mod_revision) in inline {
             let key = etcd_key[inline_prefix.len()..].to_owned();
-            let value = value::decode_inline(&record).map_err(|e| corrupt(&etcd_key, e))?;
-            entries.insert(key, (value.to_vec(), encode_revision(mod_revision, false)));
+            match value::decode_inline(&record) {
+                Ok(value) => {
+                    entries.insert(key, (value.to_vec(), encode_revision(mod_revision, false)));
+                }
+                Err(why) => refuse(key, &etcd_key, why)?,
+            }
         }
         for (etcd_key, record, mod_revision) in manifests {
             let key = etcd_key[manifest_prefix.len()..].to_owned();
-            if entries.contains_key(&key) {
-                return Err(corrupt(
-                    &etcd_key,
-                    "the key also has an inline value".into(),
-                ));
+            if entries.remove(&key).is_some() {
+                refuse(key, &etcd_key, "the key also has an inline value".into())?;
+                continue;
             }
-            let value = self
-                .assemble(&record, revision, deadline)
-                .await
-                .map_err(|e| match e {
-                    ValueError::Corrupt(why) => corrupt(&etcd_key, why),
-                    ValueError::Unavailable(why) => unavailable(why),
-                })?;
-            entries.insert(key, (value, encode_revision(mod_revision, true)));
+            match self.assemble(&record, revision, deadline).await {
+                Ok(value) => {
+                    entries.insert(key, (value, encode_revision(mod_revision, true)));
+                }
+                Err(ValueError::Corrupt(why)) => refuse(key, &etcd_key, why)?,
+                Err(ValueError::Unavailable(why)) => return Err(unavailable(why)),
+            }
         }
         Ok(Snapshot {
             entries: entries
@@ -995,6 +1067,7 @@ impl Shared {
                 .map(|(key, (value, revision))| (key, value, revision))
                 .collect(),
             at: store_revision(revision),
+            damaged: listed.into_iter().collect(),
         })
     }
 
@@ -1037,6 +1110,18 @@ impl Shared {
         }
         Ok(value)
     }
+}
+
+/// What a [`Shared::load`] does with a record that cannot be read (damaged, or a chunk of
+/// its value missing or altered).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Damaged {
+    /// Fails the read naming it: a reader that must see every key (a replica's start) does
+    /// not carry on as if the key were absent.
+    Refuse,
+    /// Lists it in the snapshot's `damaged` and reads the rest: a watch's reset, which one
+    /// record must not stop (the watch's changes skip such a record the same way).
+    List,
 }
 
 /// Which keys a [`Shared::read`] reads.
