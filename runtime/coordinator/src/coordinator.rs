@@ -201,11 +201,12 @@ pub enum CoordinatorError {
     /// The store failed; the change was not applied.
     #[error("UNKNOWN_SERVER_ERROR: the state store failed, nothing was changed: {0}")]
     Store(#[from] StoreError),
-    /// Another process sharing the store (a service replica) changed the group first: this
-    /// change was not applied, the group was read again, and the request may be retried.
+    /// Another process sharing the store (a service replica) changed the group, or the
+    /// upload a config change selects, first: this change was not applied, the group was
+    /// read again, and the request may be retried.
     #[error(
-        "COORDINATOR_NOT_AVAILABLE: group `{0}` was changed by another replica at the same \
-         time; nothing was changed here, retry the request"
+        "COORDINATOR_NOT_AVAILABLE: group `{0}`, or the upload its change selects, was changed \
+         by another replica at the same time; nothing was changed here, retry the request"
     )]
     Conflict(String),
     /// A persisted group cannot be decoded.

@@ -479,6 +479,16 @@ impl Tenant {
         Revision::new(self.view.load(Ordering::SeqCst))
     }
 
+    /// Whether a record of `key` read from the store at `at` by a request's thread was
+    /// deleted since: this replica holds no revision of the key although its watch has
+    /// applied every change up to a revision at or past `at`, so it saw the record and then
+    /// its delete. Taking it would serve an upload (or limits) another replica deleted while
+    /// the read was on its way. (Records the watch refused keep their revisions, so they are
+    /// not taken for deleted.)
+    fn deleted_since(&self, state: &TenantState, key: &str, at: Revision) -> bool {
+        !state.revisions.contains_key(key) && at <= self.view()
+    }
+
     /// The guards of a change of `group`'s config, `ops`, on a store replicas share: a change
     /// selecting an upload this replica serves is conditional on the upload's record being
     /// the one it loaded, so that the change and another replica's delete of the upload
@@ -869,9 +879,12 @@ impl Tenant {
             .with("assignor", name.clone())
         })?;
         let mut state = self.state();
-        if state.uploads.contains_key(&name) || !newer(&state.revisions, &key, Some(revision)) {
+        if state.uploads.contains_key(&name)
+            || !newer(&state.revisions, &key, Some(revision))
+            || self.deleted_since(&state, &key, revision)
+        {
             // Loaded meanwhile by another request of this replica, or a newer record of it
-            // seen (and served, or refused) meanwhile.
+            // seen (and served, refused or deleted) meanwhile.
             return Ok(state.uploads.contains_key(&name));
         }
         state.revisions.insert(key, revision);
@@ -928,7 +941,13 @@ impl Tenant {
         value: Option<&[u8]>,
         at: Option<Revision>,
     ) -> Result<(), String> {
-        if !newer(&self.state().revisions, key, at) {
+        // A record read by a request's thread (`read_again`) may have been deleted since, as
+        // the watch has seen; the watch's own changes are always past the view.
+        let stale = |state: &TenantState| {
+            !newer(&state.revisions, key, at)
+                || value.is_some() && at.is_some_and(|at| self.deleted_since(state, key, at))
+        };
+        if stale(&self.state()) {
             return Ok(());
         }
         if key == LIMITS_KEY {
@@ -983,8 +1002,8 @@ impl Tenant {
         // Compiles and runs a trial: without the tenant's lock.
         let checked = self.check_stored(name, bytes);
         let mut state = self.state();
-        if !newer(&state.revisions, key, at) {
-            // A newer record of the name was taken meanwhile.
+        if stale(&state) {
+            // A newer record of the name was taken, or its delete seen, meanwhile.
             return Ok(());
         }
         note(&mut state.revisions, key, true, at);
