@@ -515,6 +515,25 @@ fn holding_replica(cluster: &Cluster, dir: &tempfile::TempDir) -> Process {
     )
 }
 
+/// Two [`holding_replica`]s, `a` and `b`, each on a data directory of its own, which goes
+/// after the replica.
+struct HoldingPair {
+    a: Process,
+    b: Process,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl HoldingPair {
+    fn start(cluster: &Cluster) -> Self {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        Self {
+            a: holding_replica(cluster, &dirs[0]),
+            b: holding_replica(cluster, &dirs[1]),
+            _dirs: dirs,
+        }
+    }
+}
+
 /// Holds the watches of [`holding_replica`]s: an upload of the `sleeper` guest written to
 /// the store past the replicas' checks (as a replica with looser limits would store it),
 /// whose trial each replica's watch runs, to its deadline, before it applies anything
@@ -557,11 +576,8 @@ fn assert_fenced(what: &str, (status, body): (u16, Value)) {
 #[test]
 fn upload_writes_from_a_stale_view_are_fenced() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        holding_replica(&cluster, &dir_a),
-        holding_replica(&cluster, &dir_b),
-    );
+    let pair = HoldingPair::start(&cluster);
+    let (a, b) = (&pair.a, &pair.b);
     let (ca, cb) = (a.client(), b.client());
     let sha = |report: &Value| report["sha256"].as_str().map(str::to_owned);
     let (status, v1) = ca.upload("swap", guests::SWAP_V1);
@@ -601,11 +617,8 @@ fn upload_writes_from_a_stale_view_are_fenced() {
 #[test]
 fn limits_writes_from_a_stale_view_are_fenced() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        holding_replica(&cluster, &dir_a),
-        holding_replica(&cluster, &dir_b),
-    );
+    let pair = HoldingPair::start(&cluster);
+    let (a, b) = (&pair.a, &pair.b);
     let (admin_a, admin_b) = (
         Client::new(&a.base, TOKEN_ADMIN),
         Client::new(&b.base, TOKEN_ADMIN),
@@ -644,11 +657,8 @@ fn limits_writes_from_a_stale_view_are_fenced() {
 #[test]
 fn a_slow_upload_does_not_hold_back_other_tenants_changes() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        holding_replica(&cluster, &dir_a),
-        holding_replica(&cluster, &dir_b),
-    );
+    let pair = HoldingPair::start(&cluster);
+    let (a, b) = (&pair.a, &pair.b);
     let held = hold_watches(&cluster);
     let (tenant_a_on_a, tenant_b_on_a, tenant_b_on_b) = (
         a.client(),
@@ -685,11 +695,8 @@ fn a_slow_upload_does_not_hold_back_other_tenants_changes() {
 #[test]
 fn an_upload_delete_and_a_selection_of_it_never_both_land() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        holding_replica(&cluster, &dir_a),
-        holding_replica(&cluster, &dir_b),
-    );
+    let pair = HoldingPair::start(&cluster);
+    let (a, b) = (&pair.a, &pair.b);
     let (ca, cb) = (a.client(), b.client());
     for (name, component) in [
         ("swap", guests::SWAP_V1),
@@ -758,11 +765,8 @@ fn an_upload_delete_and_a_selection_of_it_never_both_land() {
 #[test]
 fn a_document_put_from_a_stale_view_is_applied_to_the_stored_group() {
     let cluster = Cluster::start(1).expect("an etcd cluster");
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (
-        holding_replica(&cluster, &dir_a),
-        holding_replica(&cluster, &dir_b),
-    );
+    let pair = HoldingPair::start(&cluster);
+    let (a, b) = (&pair.a, &pair.b);
     let (ca, cb) = (a.client(), b.client());
     let (status, body) = ca.put("/v1/groups/g", group_doc(3, 8).as_bytes());
     assert_eq!(status, 200, "{body}");

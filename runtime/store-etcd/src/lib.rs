@@ -797,6 +797,35 @@ mod tests {
         assert!(error.contains("EtcdLimits::max_txn_ops"), "{error}");
     }
 
+    /// Queues `writes` (key, value or delete, expected revision, guards) for the conditional
+    /// writer all at once, so its batches are known, and waits (20 s each at most) for each
+    /// answer.
+    fn queue_at_once(
+        store: &EtcdStore,
+        writes: impl IntoIterator<Item = (String, Option<Vec<u8>>, Revision, Vec<Guard>)>,
+    ) -> Vec<Conditional> {
+        let mut answers = Vec::new();
+        {
+            let mut waiting = store.shared.conditionals.lock().unwrap();
+            for (key, value, expected, guards) in writes {
+                let (answer, rx) = mpsc::sync_channel(1);
+                waiting.push(writer::ConditionalWrite {
+                    key,
+                    value,
+                    expected,
+                    guards,
+                    answer,
+                });
+                answers.push(rx);
+            }
+        }
+        store.shared.conditional_work.notify_one();
+        answers
+            .iter()
+            .map(|rx| rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap())
+            .collect()
+    }
+
     /// Guarded writes are not batched with writes of the keys they guard (a transaction
     /// checks every compare before any write, so both would land): a group write selecting
     /// an upload, guarded by the upload, and the upload's delete, guarded by the group,
@@ -825,26 +854,12 @@ mod tests {
             ),
             (upload, None, ru, vec![Guard::Key(group.into(), rg)]),
         ];
-        let mut answers = Vec::new();
-        {
-            let mut waiting = store.shared.conditionals.lock().unwrap();
-            for (key, value, expected, guards) in queued {
-                let (answer, rx) = mpsc::sync_channel(1);
-                waiting.push(writer::ConditionalWrite {
-                    key: key.into(),
-                    value,
-                    expected,
-                    guards,
-                    answer,
-                });
-                answers.push(rx);
-            }
-        }
-        store.shared.conditional_work.notify_one();
-        let outcomes: Vec<Conditional> = answers
-            .iter()
-            .map(|rx| rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap())
-            .collect();
+        let outcomes = queue_at_once(
+            &store,
+            queued
+                .into_iter()
+                .map(|(k, v, e, g)| (k.to_owned(), v, e, g)),
+        );
         let landed = outcomes
             .iter()
             .filter(|o| matches!(o, Conditional::Written(_)))
@@ -880,26 +895,13 @@ mod tests {
             })
             .chain((0..FRESH).map(|i| (format!("tenant/t/group/h{i}"), format!("fresh {i}"))))
             .collect();
-        let mut answers = Vec::new();
-        {
-            let mut waiting = store.shared.conditionals.lock().unwrap();
-            for (key, value) in &writes {
-                let (answer, rx) = mpsc::sync_channel(1);
-                waiting.push(writer::ConditionalWrite {
-                    key: key.clone(),
-                    value: Some(value.clone().into_bytes()),
-                    expected: Revision::ABSENT,
-                    guards: Vec::new(),
-                    answer,
-                });
-                answers.push(rx);
-            }
-        }
-        store.shared.conditional_work.notify_one();
-        let outcomes: Vec<Conditional> = answers
-            .iter()
-            .map(|rx| rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap())
-            .collect();
+        let outcomes = queue_at_once(
+            &store,
+            writes.iter().map(|(key, value)| {
+                let value = Some(value.clone().into_bytes());
+                (key.clone(), value, Revision::ABSENT, Vec::new())
+            }),
+        );
         let stored: std::collections::BTreeMap<String, (Vec<u8>, Revision)> = store
             .load_prefix("")
             .unwrap()
