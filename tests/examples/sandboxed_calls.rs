@@ -1,16 +1,21 @@
 //! Runs an assignor component on one of the standard benchmark groups (`shared/bench/gen.py`,
-//! seed 7), for instruction counts under `perf stat`: on a shared machine wall time varies by
+//! seed 7), for instruction counts under callgrind: on a shared machine wall time varies by
 //! more than the few per cent a change to the boundary makes, instruction counts do not.
 //!
 //! `cargo run --release -p assignor-tests --example sandboxed_calls -- COMPONENT MEMBERS MODE R
 //! [CALLS] [--unvalidated]` loads COMPONENT (a `.wasm` file, so that components built from
-//! another commit can be compared) under default limits and calls it CALLS times (default 1)
-//! on the standard group of MEMBERS members (10, 100 or 1000) in MODE (`cold`, `previous`,
-//! `churn`) with R standby replicas: `ComponentAssignor::assign`, as the `sandboxed/` benchmark
-//! does, or `assign_unvalidated`, as the `boundary/` benchmark does. It prints the last call's
-//! fuel. Per call: `(instructions at CALLS=N - instructions at CALLS=1) / (N - 1)`, which
-//! leaves out generating the input and compiling the component. Counted with callgrind
-//! (`valgrind --tool=callgrind`), as this machine's `perf` has no hardware counters.
+//! another commit can be compared) under default limits, but one concurrent call (an instance
+//! pool valgrind can map), and calls it CALLS times (default 1) on the standard group of
+//! MEMBERS members (10, 100 or 1000) in MODE (`cold`, `previous`, `churn`) with R standby
+//! replicas: `ComponentAssignor::assign`, as the `sandboxed/` benchmark does, or
+//! `assign_unvalidated`, as the `boundary/` benchmark does. It prints the last call's fuel.
+//!
+//! Count with callgrind (this machine's `perf` has no hardware counters), on the calling
+//! thread and inside the calls only, which leaves out generating the input, compiling the
+//! component and the runtime's background threads (whose share grows with wall time, so
+//! under valgrind it varies from run to run): `valgrind --tool=callgrind
+//! --separate-threads=yes --toggle-collect='*ComponentAssignor*assign*' sandboxed_calls ...`,
+//! then the main thread's total (`callgrind.out.PID-01`) over CALLS.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
