@@ -123,20 +123,43 @@ fn runs(members: &[u32]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
     })
 }
 
-/// The entries of `tasks`, one set per member.
+/// The entries of `tasks`, one set per member. Each run is scanned once for its end and
+/// whether it is strictly increasing (as the host sends it), then copied into its set, which
+/// is sorted only if it was not. (Finding the end, collecting and checking the order as three
+/// passes cost ~20 fuel per task more: 0.65M of a 1000-member, 32,768-task input.)
 fn per_member(tasks: &wit::MemberTasks, members: usize) -> Vec<TaskSet> {
     let mut sets = vec![TaskSet::new(); members];
-    for (member, start, end) in runs(&tasks.members) {
-        let run = tasks.subtopologies[start..end]
+    let wit::MemberTasks {
+        members: m,
+        subtopologies: s,
+        partitions: p,
+    } = tasks;
+    // One length for the three lists (the host sends them so), which lets the compiler drop
+    // the bounds checks in the loops below.
+    let (s, p) = (&s[..m.len()], &p[..m.len()]);
+    let mut start = 0;
+    while let Some(&member) = m.get(start) {
+        let mut end = start + 1;
+        let mut increasing = true;
+        let mut last = TaskId::new(s[start], p[start]).key();
+        while end < m.len() && m[end] == member {
+            let key = TaskId::new(s[end], p[end]).key();
+            increasing &= last < key;
+            last = key;
+            end += 1;
+        }
+        let run: Vec<TaskId> = s[start..end]
             .iter()
-            .zip(&tasks.partitions[start..end])
-            .map(|(&s, &p)| TaskId::new(s, p));
-        let set = &mut sets[member];
-        if set.is_empty() {
-            *set = run.collect();
+            .zip(&p[start..end])
+            .map(|(&s, &p)| TaskId::new(s, p))
+            .collect();
+        let set = &mut sets[member as usize];
+        if increasing && set.is_empty() {
+            *set = TaskSet::from_increasing(run);
         } else {
             set.extend(run);
         }
+        start = end;
     }
     sets
 }
@@ -201,10 +224,16 @@ fn group_from_wit(g: wit::GroupSpec) -> GroupSpec {
     }
 }
 
-fn push(list: &mut wit::MemberTasks, member: u32, t: TaskId) {
-    list.members.push(member);
-    list.subtopologies.push(t.subtopology);
-    list.partitions.push(t.partition);
+/// Appends `member`'s `tasks` to `list`: three extends of known length (one tight loop each),
+/// not a push of three values per task, each checking the capacity (~36 fuel per task more:
+/// 1.2M of a 32,768-task output).
+fn push_set(list: &mut wit::MemberTasks, member: u32, tasks: &TaskSet) {
+    let tasks = tasks.as_slice();
+    list.members
+        .extend(std::iter::repeat_n(member, tasks.len()));
+    list.subtopologies
+        .extend(tasks.iter().map(|t| t.subtopology));
+    list.partitions.extend(tasks.iter().map(|t| t.partition));
 }
 
 fn with_capacity(n: usize) -> wit::MemberTasks {
@@ -225,12 +254,8 @@ fn assignment_to_wit(a: GroupAssignment) -> wit::GroupAssignment {
     // Members beyond the input's count still go out: the host reports them as unknown members
     // instead of this glue hiding an assignor bug.
     for (member, m) in (0u32..).zip(&a.members) {
-        for &t in &m.active_tasks {
-            push(&mut out.active_tasks, member, t);
-        }
-        for &t in &m.standby_tasks {
-            push(&mut out.standby_tasks, member, t);
-        }
+        push_set(&mut out.active_tasks, member, &m.active_tasks);
+        push_set(&mut out.standby_tasks, member, &m.standby_tasks);
     }
     std::mem::forget(a);
     out

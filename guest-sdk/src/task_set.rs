@@ -44,7 +44,7 @@ impl TaskSet {
     pub fn from_unique(mut tasks: Vec<TaskId>) -> Result<Self, TaskId> {
         // Callers mostly hand over sorted lists: strictly increasing is sorted and free of
         // repeats at once, one pass instead of a sortedness pass and a repeats pass.
-        if tasks.windows(2).all(|w| key(w[0]) < key(w[1])) {
+        if tasks.windows(2).all(|w| w[0].key() < w[1].key()) {
             return Ok(Self { tasks });
         }
         tasks.sort_unstable();
@@ -52,6 +52,13 @@ impl TaskSet {
             Some(w) => Err(w[0]),
             None => Ok(Self { tasks }),
         }
+    }
+
+    /// The set of `tasks`, which the caller has checked to be strictly increasing.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn from_increasing(tasks: Vec<TaskId>) -> Self {
+        debug_assert!(tasks.windows(2).all(|w| w[0].key() < w[1].key()));
+        Self { tasks }
     }
 
     /// The number of tasks.
@@ -123,7 +130,7 @@ impl TaskSet {
 
     /// Restores the invariant after tasks were appended in any order.
     fn normalize(&mut self) {
-        if !self.tasks.is_sorted_by(|a, b| a < b) {
+        if !self.tasks.windows(2).all(|w| w[0].key() < w[1].key()) {
             self.tasks.sort_unstable();
             self.tasks.dedup();
         }
@@ -196,12 +203,6 @@ impl<'a> IntoIterator for &'a TaskSet {
     fn into_iter(self) -> Self::IntoIter {
         self.tasks.iter()
     }
-}
-
-/// `task` as one integer ordered as [`TaskId`] is (subtopology, then partition): one
-/// comparison instead of two.
-fn key(task: TaskId) -> u64 {
-    (u64::from(task.subtopology) << 32) | u64::from(task.partition)
 }
 
 #[cfg(test)]

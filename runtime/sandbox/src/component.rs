@@ -158,7 +158,9 @@ impl ComponentAssignor {
         let mut sandbox = this.sandbox();
         let max_message = this.limits().get_max_message_bytes();
         let configured = block_on(this.bounded(&mut sandbox, |instance, store| async move {
-            api(&instance).call_configure(store, &this.config).await
+            api(&instance)
+                .call_configure(store, &this.config_args())
+                .await
         }));
         match configured {
             Ok(Ok(())) => {}
@@ -277,6 +279,14 @@ impl Loaded {
         &self.runtime.inner.limits
     }
 
+    /// The configuration as `configure`'s argument.
+    fn config_args(&self) -> Vec<(&str, &str)> {
+        self.config
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
     /// One assignment: the group checked against the input limits and converted, the call
     /// (yielding every `yield_fuel`, if given), then its output converted and, if
     /// `validate`, validated.
@@ -295,11 +305,11 @@ impl Loaded {
     }
 
     /// Checks the group against the input limits, then converts it to WIT values.
-    fn lower(
+    fn lower<'a>(
         &self,
-        group: &GroupSpec,
-        topology: &Topology,
-    ) -> Result<boundary::Input, TaskAssignorError> {
+        group: &'a GroupSpec,
+        topology: &'a Topology,
+    ) -> Result<boundary::Input<'a>, TaskAssignorError> {
         self.limits().check_group(group, topology).map_err(|e| {
             TaskAssignorError::new(&self.name, ErrorKind::InputLimit, e.to_string())
         })?;
@@ -338,7 +348,7 @@ impl Loaded {
 
     /// One call of `assign` in a fresh sandbox: instantiate, `configure`, `assign`, and copy
     /// the output out, all under the call's deadline.
-    async fn call(&self, input: boundary::Input, yield_fuel: Option<u64>) -> Called {
+    async fn call(&self, input: boundary::Input<'_>, yield_fuel: Option<u64>) -> Called {
         let mut sandbox = self.sandbox();
         sandbox
             .store
@@ -348,10 +358,14 @@ impl Loaded {
         let max_message = limits.get_max_message_bytes();
         sandbox.store.data_mut().result_bytes = boundary::result_bytes(limits);
         let this = self;
+        let config = self.config_args();
+        let records = input.records();
+        let subtopologies = input.subtopologies(&records);
+        let (group, topology) = input.args(&records, &subtopologies);
         let result = this
             .bounded(&mut sandbox, |instance, store| async move {
                 let api = api(&instance);
-                if let Err(message) = api.call_configure(&mut *store, &this.config).await? {
+                if let Err(message) = api.call_configure(&mut *store, &config).await? {
                     return Ok(Err(Refusal::Guest(format!(
                         "configure failed in the call's instance, after succeeding at load \
                          (is it deterministic?): {}",
@@ -359,7 +373,7 @@ impl Loaded {
                     ))));
                 }
                 Ok(api
-                    .call_assign(store, &input.group, &input.topology)
+                    .call_assign(store, group, topology)
                     .await?
                     .map_err(|e| Refusal::Guest(limits::cut(&e.message, max_message).into_owned())))
             })
@@ -599,8 +613,12 @@ fn host_call_failure(error: &wasmtime::Error, doing: &str) -> String {
 /// Drives one of the calls above to completion on this thread, for the synchronous API.
 /// WASI's synchronous bindings do the same per host call (inside Tokio, a runtime context
 /// is needed for its host functions and the deadline's timer); here it is once per call.
+///
+/// The call's future is boxed first: it holds every nested future of the call inline (tens
+/// of kilobytes), and Tokio's `block_on` moves what it is given several times, which was 16 %
+/// of a one-task call's instructions.
 fn block_on<F: Future>(call: F) -> F::Output {
-    wasmtime_wasi::runtime::in_tokio(call)
+    wasmtime_wasi::runtime::in_tokio(Box::pin(call))
 }
 
 /// The location and message of a Rust panic in captured guest output (`thread '…' panicked at
