@@ -48,10 +48,12 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slots: Vec::new(),
         };
     }
-    let stateful: Vec<u32> = (0..g.subtopology_start.len())
-        .filter(|&s| g.subtopology_stateful[s])
-        .flat_map(|s| g.subtopology_tasks(s))
-        .collect();
+    // Extended a subtopology's range at a time: collecting a flattened iterator pays a
+    // check per task.
+    let mut stateful: Vec<u32> = Vec::with_capacity(g.tasks());
+    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
+        stateful.extend(g.subtopology_tasks(s));
+    }
     let mut active = vec![0u32; g.members()];
     for &o in owner {
         active[o as usize] += 1;
