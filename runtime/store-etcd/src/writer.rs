@@ -721,19 +721,10 @@ impl Shared {
     /// (etcd then applies none, and does not say which), each write is made alone, which
     /// answers it written or in conflict. A batch of one is made alone at once.
     async fn commit_conditionals(&self, batch: Vec<ConditionalWrite>) {
-        let deadline = Instant::now() + self.limits.request_timeout;
         if let [write] = batch.as_slice() {
-            let outcome = self
-                .conditional(
-                    &write.key,
-                    write.value.as_deref(),
-                    write.expected,
-                    &write.guards,
-                    deadline,
-                )
-                .await;
-            return self.answer_conditional(write, outcome).await;
+            return self.commit_alone(write).await;
         }
+        let deadline = Instant::now() + self.limits.request_timeout;
         let mut compares = Vec::with_capacity(batch.len() * 2);
         let mut ops = Vec::with_capacity(batch.len() * 2);
         for write in &batch {
@@ -778,17 +769,7 @@ impl Shared {
             Ok(_) => {
                 tracing::debug!(backend = %self.name, writes = batch.len(), "a conditional batch found a revision moved: writing each alone");
                 for write in &batch {
-                    let deadline = Instant::now() + self.limits.request_timeout;
-                    let outcome = self
-                        .conditional(
-                            &write.key,
-                            write.value.as_deref(),
-                            write.expected,
-                            &write.guards,
-                            deadline,
-                        )
-                        .await;
-                    self.answer_conditional(write, outcome).await;
+                    self.commit_alone(write).await;
                 }
             }
             Err(why) => {
@@ -797,6 +778,22 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Commits one conditional write in a transaction of its own, within a request timeout
+    /// from now, and answers it.
+    async fn commit_alone(&self, write: &ConditionalWrite) {
+        let deadline = Instant::now() + self.limits.request_timeout;
+        let outcome = self
+            .conditional(
+                &write.key,
+                write.value.as_deref(),
+                write.expected,
+                &write.guards,
+                deadline,
+            )
+            .await;
+        self.answer_conditional(write, outcome).await;
     }
 
     /// Answers a conditional write with what its transaction did, after sweeping chunks a
