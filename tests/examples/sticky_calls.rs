@@ -1,5 +1,6 @@
 //! Runs the native `sticky` assignor on one of the standard benchmark groups (1000 members,
-//! 16,384 tasks; `shared/bench/gen.py 1000 500 16 1024 R 7`), for instruction counts under
+//! 16,384 tasks; `shared/bench/gen.py 1000 500 16 1024 R 7`; with `STICKY_MEMBERS=10` or
+//! `100` in the environment, the standard group of that size), for instruction counts under
 //! callgrind and for checking that a change leaves outputs as they were.
 //!
 //! `cargo run --release -p assignor-tests --example sticky_calls -- MODE R [CALLS] [OUT]`
@@ -36,7 +37,12 @@ fn main() -> ExitCode {
         eprintln!("{usage}");
         return ExitCode::FAILURE;
     };
-    let (group, topology) = generate(SIZES[2], standbys, mode);
+    let members = std::env::var("STICKY_MEMBERS").map_or(Ok(1000), |m| m.parse::<u32>());
+    let Some(&size) = members.ok().and_then(|m| SIZES.iter().find(|s| s.0 == m)) else {
+        eprintln!("STICKY_MEMBERS: one of the standard sizes, 10, 100 or 1000");
+        return ExitCode::FAILURE;
+    };
+    let (group, topology) = generate(size, standbys, mode);
     let sticky = Assignor::builtin("sticky", &BTreeMap::new()).expect("`sticky` is a built-in");
     let mut last = None;
     for _ in 0..calls {
