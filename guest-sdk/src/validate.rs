@@ -39,93 +39,106 @@ pub fn validate(
             *processes.entry(m.process_id.as_str()).or_insert(next)
         })
         .collect();
-    // `owner[offset[s] + p]` is the active owner of task (s, p); u32::MAX while unowned.
-    let mut offset = Vec::with_capacity(topology.subtopologies.len());
+    // Per subtopology, where its tasks start in `owner`, how many it has and whether it is
+    // stateful: one small array the per-task checks index, instead of the topology's records.
+    let mut subtopologies = Vec::with_capacity(topology.subtopologies.len());
     let mut total = 0usize;
     for s in &topology.subtopologies {
-        offset.push(total);
+        subtopologies.push((total, s.max_num_input_partitions, s.is_stateful));
         total += s.max_num_input_partitions as usize;
     }
-    let mut owner = vec![u32::MAX; total];
-    let slot = |t: TaskId| -> Result<usize, String> {
-        let Some(s) = topology.subtopology(t) else {
-            return Err(format!(
-                "unknown subtopology: task names subtopology index {}, but the topology has {} \
-                 subtopologies",
-                t.subtopology,
-                topology.subtopologies.len()
-            ));
-        };
-        if t.partition >= s.max_num_input_partitions {
-            return Err(format!(
-                "partition out of range: task {} but subtopology \"{}\" has {} partitions",
-                topology.task_name(t),
-                s.id,
-                s.max_num_input_partitions
-            ));
-        }
-        Ok(offset[t.subtopology as usize] + t.partition as usize)
+    let out_of_range = |t: TaskId| match topology.subtopology(t) {
+        None => format!(
+            "unknown subtopology: task names subtopology index {}, but the topology has {} \
+             subtopologies",
+            t.subtopology,
+            topology.subtopologies.len()
+        ),
+        Some(s) => format!(
+            "partition out of range: task {} but subtopology \"{}\" has {} partitions",
+            topology.task_name(t),
+            s.id,
+            s.max_num_input_partitions
+        ),
     };
-    for (i, m) in assignment.members.iter().enumerate() {
+    // `owner[slot]` is the active owner of the task in that slot; u32::MAX while unowned.
+    let mut owner = vec![u32::MAX; total];
+    // Tasks made active so far: duplicates are refused, so all are owned once this is `total`.
+    let mut owned = 0usize;
+    for (i, m) in (0u32..).zip(&assignment.members) {
         for &t in &m.active_tasks {
-            let k = slot(t)?;
+            let (k, _) = slot(&subtopologies, t).ok_or_else(|| out_of_range(t))?;
             if owner[k] != u32::MAX {
                 return Err(format!(
                     "duplicate active task: {} is active on member \"{}\" and member \"{}\"",
                     topology.task_name(t),
                     member(owner[k] as usize),
-                    member(i)
+                    member(i as usize)
                 ));
             }
-            owner[k] = i as u32;
+            owner[k] = i;
+            owned += 1;
         }
     }
-    for (i, m) in assignment.members.iter().enumerate() {
+    for (i, m) in (0u32..).zip(&assignment.members) {
         for &t in &m.standby_tasks {
-            let k = slot(t)?;
-            if !topology.subtopologies[t.subtopology as usize].is_stateful {
+            let (k, stateful) = slot(&subtopologies, t).ok_or_else(|| out_of_range(t))?;
+            if !stateful {
                 return Err(format!(
                     "standby for a stateless subtopology: {} on member \"{}\"",
                     topology.task_name(t),
-                    member(i)
+                    member(i as usize)
                 ));
             }
-            if owner[k] == i as u32 {
+            let active = owner[k];
+            if active == i {
                 return Err(format!(
                     "task both active and standby: {} on member \"{}\"",
                     topology.task_name(t),
-                    member(i)
+                    member(i as usize)
                 ));
             }
-            if owner[k] != u32::MAX && process[owner[k] as usize] == process[i] {
+            if active != u32::MAX && process[active as usize] == process[i as usize] {
                 return Err(format!(
                     "standby on the active's process: {} is active on member \"{}\" and \
                      standby on member \"{}\", both of process \"{}\" (one state directory, so \
                      the standby protects nothing)",
                     topology.task_name(t),
-                    member(owner[k] as usize),
-                    member(i),
-                    group.members[i].process_id
+                    member(active as usize),
+                    member(i as usize),
+                    group.members[i as usize].process_id
                 ));
             }
         }
     }
-    if !group.members.is_empty() {
-        let missing: Vec<TaskId> = topology
+    // Only a group with a missing task pays for the walk that names it.
+    if !group.members.is_empty() && owned < total {
+        let first = topology
             .tasks()
             .zip(&owner)
-            .filter(|&(_, &o)| o == u32::MAX)
+            .find(|&(_, &o)| o == u32::MAX)
             .map(|(t, _)| t)
-            .collect();
-        if let Some(&first) = missing.first() {
-            return Err(format!(
-                "missing task: {} is not active on any member ({} task(s) unassigned)",
-                topology.task_name(first),
-                missing.len()
-            ));
-        }
+            .expect("fewer tasks owned than there are leaves one unowned");
+        return Err(format!(
+            "missing task: {} is not active on any member ({} task(s) unassigned)",
+            topology.task_name(first),
+            total - owned
+        ));
     }
     Ok(())
+}
+
+/// Where task `t` sits in `validate`'s owner table, and whether its subtopology is stateful;
+/// `None` for a task outside the topology. Returned in registers and inlined: it runs once per
+/// assigned task.
+#[inline(always)]
+fn slot(subtopologies: &[(usize, u32, bool)], t: TaskId) -> Option<(usize, bool)> {
+    match subtopologies.get(t.subtopology as usize) {
+        Some(&(offset, partitions, stateful)) if t.partition < partitions => {
+            Some((offset + t.partition as usize, stateful))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +254,20 @@ mod tests {
             "standby on the active's process: s_0 is active on member \"a\" and standby on \
              member \"b\", both of process \"p-a\" (one state directory, so the standby \
              protects nothing)"
+        );
+    }
+
+    /// Missing tasks are counted from the tasks made active (not by walking every task), and
+    /// the first one in task order is named, whichever subtopology it is in.
+    #[test]
+    fn missing_tasks_are_counted_and_the_first_named() {
+        assert_eq!(
+            check([(&[S1], &[]), (&[], &[])]).expect_err("two missing"),
+            "missing task: s_0 is not active on any member (2 task(s) unassigned)"
+        );
+        assert_eq!(
+            check([(&[S1], &[]), (&[S0], &[])]).expect_err("one missing"),
+            "missing task: l_0 is not active on any member (1 task(s) unassigned)"
         );
     }
 
