@@ -9,8 +9,10 @@
 //! validation) CALLS times (default 1) and, given OUT, writes the last output there, one
 //! member per line. Under callgrind, count the algorithm alone with
 //! `--toggle-collect='*StickyAssignor*as*TaskAssignor*assign*'`, the whole call with
-//! `--toggle-collect='*Assignor*assign*'` minus nothing else (the input generation runs in
-//! a child process).
+//! `--toggle-collect='assignor_coordinator::assignor::Assignor::assign'` (a wildcard pattern
+//! such as `*Assignor*assign*` also toggles on the calls inside, which turns collection off
+//! again and leaves little more than validation counted; the input generation runs in a
+//! child process).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
