@@ -10,13 +10,14 @@ use assignor_sdk::harness;
 use assignor_sdk::harness::counts;
 use assignor_sdk::harness::strategy::{self, GroupBounds};
 use assignor_sdk::harness::suite::{self, Case};
-use assignor_tests::bench_input::{Mode, generate};
+use assignor_tests::bench_input::{Mode, SIZES, generate};
 use assignor_tests::guests;
 use proptest::prop_assert;
 use proptest::prop_assert_eq;
 use proptest::test_runner::{Config, TestRunner};
 
 use crate::common::{example, load, runtime, try_load};
+use crate::wire::golden_file;
 
 /// On random groups the built-in and the sandboxed component return the same assignment,
 /// and both pass validation.
@@ -131,6 +132,56 @@ fn standard_inputs_keep_subtopology_skew_within_one() {
         let (b, _) = component.assign(&group, &topology).expect("sandboxed");
         assert_eq!(a, b, "{mode:?}");
     }
+}
+
+/// On the project's 18 standard inputs (10, 100 and 1000 members; no standby and one; cold,
+/// with the previous assignment, after churn) sticky's outputs, natively and in the sandbox,
+/// are byte for byte those recorded in `tests/golden/sticky-outputs.txt` (a SHA-256 per
+/// output): work on its speed must not move a task (issue 19). A deliberate change of the
+/// algorithm records them again (`ASSIGNOR_RECORD_GOLDEN=1`) and says which quality figure
+/// it improves.
+#[test]
+fn standard_inputs_give_the_recorded_outputs() {
+    use sha2::{Digest, Sha256};
+    let rt = runtime(Limits::default());
+    let component = load(&rt, guests::STICKY, &[]);
+    let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
+    let mut recorded = Vec::new();
+    for &size in SIZES {
+        for standbys in [0, 1] {
+            for mode in Mode::ALL {
+                let (group, topology) = generate(size, standbys, mode);
+                let (a, _) = native.assign(&group, &topology).expect("native");
+                let (b, _) = component.assign(&group, &topology).expect("sandboxed");
+                assert_eq!(a, b, "{} members, r{standbys}, {mode:?}", size.0);
+                let mut digest = Sha256::new();
+                for (member, tasks) in group.members.iter().zip(&a.members) {
+                    let list = |set: &assignor_sdk::TaskSet| {
+                        let names: Vec<String> =
+                            set.iter().map(|t| topology.task_name(*t)).collect();
+                        names.join(",")
+                    };
+                    digest.update(format!(
+                        "{} active [{}] standby [{}]\n",
+                        member.member_id,
+                        list(&tasks.active_tasks),
+                        list(&tasks.standby_tasks)
+                    ));
+                }
+                let hex: String = digest
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                recorded.push(format!("{} r{standbys} {} {hex}", size.0, mode.name()));
+            }
+        }
+    }
+    golden_file(
+        "sticky-outputs.txt",
+        &recorded.join("\n"),
+        "sticky's output changed on a standard input",
+    );
 }
 
 /// The sticky built-in and component read `group.streams.acceptable.recovery.lag` and

@@ -92,11 +92,20 @@ fn mask(text: &str) -> String {
 
 /// Compares `text` (masked) with the golden file `name`, or records it.
 fn golden(name: &str, text: &str) {
-    let path = golden_dir().join(format!("{name}.json"));
-    let masked = mask(text);
+    golden_file(
+        &format!("{name}.json"),
+        &mask(text),
+        "the answer's bytes changed",
+    );
+}
+
+/// Compares `text` with the golden file `file` in `tests/golden/` (`changed` says what a
+/// difference means), or records it there under `ASSIGNOR_RECORD_GOLDEN`.
+pub(crate) fn golden_file(file: &str, text: &str, changed: &str) {
+    let path = golden_dir().join(file);
     if std::env::var_os("ASSIGNOR_RECORD_GOLDEN").is_some() {
         std::fs::create_dir_all(golden_dir()).expect("the golden directory");
-        std::fs::write(&path, format!("{masked}\n")).expect("recording a golden file");
+        std::fs::write(&path, format!("{text}\n")).expect("recording a golden file");
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
@@ -105,11 +114,7 @@ fn golden(name: &str, text: &str) {
             path.display()
         )
     });
-    assert_eq!(
-        masked,
-        expected.trim_end_matches('\n'),
-        "{name}: the answer's bytes changed"
-    );
+    assert_eq!(text, expected.trim_end_matches('\n'), "{file}: {changed}");
 }
 
 /// A caller sending raw requests and keeping the raw answers.
