@@ -17,6 +17,7 @@ use proptest::prop_assert_eq;
 use proptest::test_runner::{Config, TestRunner};
 
 use crate::common::{example, load, runtime, try_load};
+use crate::service::sha256_hex;
 use crate::wire::golden_file;
 
 /// On random groups the built-in and the sandboxed component return the same assignment,
@@ -142,7 +143,6 @@ fn standard_inputs_keep_subtopology_skew_within_one() {
 /// it improves.
 #[test]
 fn standard_inputs_give_the_recorded_outputs() {
-    use sha2::{Digest, Sha256};
     let rt = runtime(Limits::default());
     let component = load(&rt, guests::STICKY, &[]);
     let native = Assignor::builtin("sticky", &BTreeMap::new()).expect("built-in");
@@ -154,25 +154,21 @@ fn standard_inputs_give_the_recorded_outputs() {
                 let (a, _) = native.assign(&group, &topology).expect("native");
                 let (b, _) = component.assign(&group, &topology).expect("sandboxed");
                 assert_eq!(a, b, "{} members, r{standbys}, {mode:?}", size.0);
-                let mut digest = Sha256::new();
+                let mut text = String::new();
                 for (member, tasks) in group.members.iter().zip(&a.members) {
                     let list = |set: &assignor_sdk::TaskSet| {
                         let names: Vec<String> =
                             set.iter().map(|t| topology.task_name(*t)).collect();
                         names.join(",")
                     };
-                    digest.update(format!(
+                    text += &format!(
                         "{} active [{}] standby [{}]\n",
                         member.member_id,
                         list(&tasks.active_tasks),
                         list(&tasks.standby_tasks)
-                    ));
+                    );
                 }
-                let hex: String = digest
-                    .finalize()
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
+                let hex = sha256_hex(&text);
                 recorded.push(format!("{} r{standbys} {} {hex}", size.0, mode.name()));
             }
         }
