@@ -789,22 +789,34 @@ struct Room<'a> {
 /// has to take beyond the floors of the subtopologies still to deal. So no member runs out of
 /// room before a later subtopology has given it its floor, and the spare room (the later
 /// subtopologies' extras) stays spread over as many members as possible.
-fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
-    let ring: Vec<u32> = g
-        .ring
-        .iter()
-        .copied()
-        .filter(|&r| deficit[r as usize] > 0)
-        .collect();
-    if ring.is_empty() {
+fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
+    // Per ring position, everything the dealing reads and updates for its member, side by
+    // side (a dealt task used to touch a dozen arrays, each with its bounds check); `seat_of`
+    // finds a member's position. Members off the ring are never dealt to, so their counts
+    // are not kept.
+    let mut seat_of = vec![NONE; g.members()];
+    let mut seats: Vec<Seat> = Vec::new();
+    for &r in &g.ring {
+        if deficit[r as usize] > 0 {
+            seat_of[r as usize] = seats.len() as u32;
+            seats.push(Seat {
+                member: r,
+                deficit: deficit[r as usize],
+                spare: deficit[r as usize],
+                ..Seat::default()
+            });
+        }
+    }
+    if seats.is_empty() {
         return;
     }
     let m = g.members() as u32;
-    let n = ring.len();
-    let mut next: Vec<usize> = (1..=n).map(|i| i % n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| (i + n - 1) % n).collect();
-    let mut at = 0usize;
-    let mut count = vec![0u32; g.members()];
+    let n = seats.len() as u32;
+    for (k, seat) in (0..n).zip(&mut seats) {
+        (seat.next, seat.prev) = ((k + 1) % n, (k + n - 1) % n);
+    }
+    let seat = |o: u32| seat_of.get(o as usize).copied().filter(|&k| k != NONE);
+    let mut at = 0u32;
     let dealt: Vec<usize> = (0..g.subtopology_start.len())
         .filter(|&s| {
             g.subtopology_stateful[s] == stateful
@@ -812,24 +824,22 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
         })
         .collect();
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
-    // Per member: its room to spare, the deficit minus the floors of the subtopologies still
-    // to deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
-    // already holds), which differs by a sum that is the same for every member.
-    let mut spare = deficit.clone();
-    // Per member: the subtopology whose tasks it holds are being counted, and how many so far
-    // (stamped with the subtopology, so no second pass resets it).
-    let mut held = vec![(usize::MAX, 0u32); g.members()];
+    // A seat's room to spare is its deficit minus the floors of the subtopologies still to
+    // deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
+    // already holds), which differs by a sum that is the same for every member. Per seat:
+    // the subtopology whose tasks it holds are being counted, and how many so far (stamped
+    // with the subtopology, so no second pass resets it).
+    let mut held = vec![(usize::MAX, 0u32); seats.len()];
     for &s in &dealt {
         let f = floor(s);
         for t in g.subtopology_tasks(s) {
-            let o = owner[t as usize];
-            if o != NONE {
-                let h = &mut held[o as usize];
+            if let Some(k) = seat(owner[t as usize]) {
+                let h = &mut held[k as usize];
                 if h.0 != s {
                     *h = (s, 0);
                 }
                 h.1 += 1;
-                spare[o as usize] += u32::from(h.1 <= f);
+                seats[k as usize].spare += u32::from(h.1 <= f);
             }
         }
     }
@@ -838,8 +848,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
     let rank = |below_floor: bool, below_fair: bool, spare: u32| {
         u64::from(below_floor) << 33 | u64::from(below_fair) << 32 | u64::from(spare)
     };
-    // Per ring position: its member's rank, updated as the member is dealt tasks.
-    let mut key = vec![0u64; n];
     // How many ring members have each spare value, and the largest: a member below its floor
     // with that much to spare is as good as any, so the search can stop there.
     let mut needing: Vec<u32> = Vec::new();
@@ -847,11 +855,11 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         for t in range.clone() {
-            let o = owner[t as usize];
-            if o != NONE {
-                count[o as usize] += 1;
-                if count[o as usize] <= floor {
-                    spare[o as usize] -= 1;
+            if let Some(k) = seat(owner[t as usize]) {
+                let seat = &mut seats[k as usize];
+                seat.count += 1;
+                if seat.count <= floor {
+                    seat.spare -= 1;
                 }
             }
         }
@@ -861,16 +869,16 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
         let (mut below_floor, mut below_fair) = (0u32, 0u32);
         let mut look = at;
         loop {
-            let r = ring[look] as usize;
-            below_floor += u32::from(count[r] < floor);
-            below_fair += u32::from(count[r] < fair);
-            let v = spare[r] as usize;
+            let seat = &mut seats[look as usize];
+            below_floor += u32::from(seat.count < floor);
+            below_fair += u32::from(seat.count < fair);
+            let v = seat.spare as usize;
             if needing.len() <= v {
                 needing.resize(v + 1, 0);
             }
             needing[v] += 1;
-            key[look] = rank(count[r] < floor, count[r] < fair, spare[r]);
-            look = next[look];
+            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
+            look = seat.next;
             if look == at {
                 break;
             }
@@ -886,53 +894,70 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, mut deficit: Vec<u32>) {
             // spread never pays for a member passed over. Usually the next member or one of
             // the next few; late in a large cold start the few members with room to spare
             // can be far apart.
-            let (mut pos, mut best) = (at, key[at]);
+            let (mut pos, mut best) = (at, seats[at as usize].key);
             if best != top {
-                let mut look = next[at];
+                let mut look = seats[at as usize].next;
                 while look != at {
-                    let k = key[look];
+                    let k = seats[look as usize].key;
                     if k > best {
                         (pos, best) = (look, k);
                         if k == top {
                             break;
                         }
                     }
-                    look = next[look];
+                    look = seats[look as usize].next;
                 }
             }
-            let r = ring[pos] as usize;
-            owner[t as usize] = r as u32;
-            below_floor -= u32::from(count[r] + 1 == floor);
-            below_fair -= u32::from(count[r] + 1 == fair);
-            count[r] += 1;
-            let v = spare[r] as usize;
+            let seat = &mut seats[pos as usize];
+            owner[t as usize] = seat.member;
+            below_floor -= u32::from(seat.count + 1 == floor);
+            below_fair -= u32::from(seat.count + 1 == fair);
+            seat.count += 1;
+            let v = seat.spare as usize;
             needing[v] -= 1;
-            deficit[r] -= 1;
-            spare[r] -= 1;
-            key[pos] = rank(count[r] < floor, count[r] < fair, spare[r]);
-            if deficit[r] > 0 {
+            seat.deficit -= 1;
+            seat.spare -= 1;
+            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
+            if seat.deficit > 0 {
                 needing[v - 1] += 1;
             }
             while most > 0 && needing[most] == 0 {
                 most -= 1;
             }
-            at = next[pos];
-            if deficit[r] == 0 {
-                below_floor -= u32::from(count[r] < floor);
-                below_fair -= u32::from(count[r] < fair);
+            at = seat.next;
+            if seat.deficit == 0 {
+                below_floor -= u32::from(seat.count < floor);
+                below_fair -= u32::from(seat.count < fair);
                 // Unlink `pos`; the ring empties exactly when the last task is dealt.
-                next[prev[pos]] = next[pos];
-                prev[next[pos]] = prev[pos];
+                let (prev, next) = (seat.prev, seat.next);
+                seats[prev as usize].next = next;
+                seats[next as usize].prev = prev;
             }
         }
         // Every task of `s` has an owner now, and only owners have counts: clear whichever is
-        // fewer, the members or the tasks.
-        if range.len() >= count.len() {
-            count.fill(0);
+        // fewer, the seats or the tasks.
+        if range.len() >= seats.len() {
+            seats.iter_mut().for_each(|seat| seat.count = 0);
         } else {
             for t in range {
-                count[owner[t as usize] as usize] = 0;
+                if let Some(k) = seat(owner[t as usize]) {
+                    seats[k as usize].count = 0;
+                }
             }
         }
     }
+}
+
+/// A ring position while dealing: its member, the member's rank (`key`), its neighbours
+/// still on the ring, and its counts: tasks of the subtopology being dealt, room to spare
+/// (see `deal`) and tasks still to take.
+#[derive(Default)]
+struct Seat {
+    member: u32,
+    key: u64,
+    next: u32,
+    prev: u32,
+    count: u32,
+    spare: u32,
+    deficit: u32,
 }
