@@ -110,12 +110,18 @@ impl Group {
         for (s, sub) in (0u32..).zip(&topology.subtopologies) {
             task_ids.extend((0..sub.max_num_input_partitions).map(|p| TaskId::new(s, p)));
         }
-        let dense = |t: &TaskId| -> Option<u32> {
-            topology
-                .contains(*t)
-                .then(|| subtopology_start[t.subtopology as usize] + t.partition)
+        // Per subtopology: (first dense task, task count, stateful) side by side, so that a
+        // reported task costs one lookup (tens of thousands of them at 1000 members).
+        let subtopologies: Vec<(u32, u32, bool)> = (subtopology_start.iter())
+            .zip(&topology.subtopologies)
+            .map(|(&start, s)| (start, s.max_num_input_partitions, s.is_stateful))
+            .collect();
+        let indexed = |t: &TaskId| -> Option<(u32, bool)> {
+            let &(start, n, stateful) = subtopologies.get(t.subtopology as usize)?;
+            (t.partition < n).then_some((start + t.partition, stateful))
         };
-        let stateful = |t: &TaskId| subtopology_stateful[t.subtopology as usize];
+        let dense = |t: &TaskId| indexed(t).map(|(d, _)| d);
+        let stateful = |t: &TaskId| indexed(t).and_then(|(d, stateful)| stateful.then_some(d));
 
         // How far each task's changelog is known to reach: the highest end offset or offset
         // any member reports for it (none reported: 0).
@@ -156,19 +162,20 @@ impl Group {
                 }
             }
             let offset = |t: &TaskId| m.task_offsets.get(t).copied();
-            // Each task's dense index worked out once: `dense` checks the topology too.
-            for (t, d) in m.standby_tasks.iter().filter_map(|t| Some((t, dense(t)?))) {
-                if stateful(t) {
-                    prev_standbys[rank as usize] += 1;
-                    let off = offset(t);
-                    let lag = off.map_or(0, |o| lag(d, Some(o)));
-                    candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
-                }
+            // `stateful` checks the topology and the kind in one lookup.
+            for (t, d) in m
+                .standby_tasks
+                .iter()
+                .filter_map(|t| Some((t, stateful(t)?)))
+            {
+                prev_standbys[rank as usize] += 1;
+                let off = offset(t);
+                let lag = off.map_or(0, |o| lag(d, Some(o)));
+                candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
             }
             // A warm-up is a standby being caught up: it counts as one for stickiness.
             for t in m.warmup_tasks.iter() {
-                if let Some(d) = dense(t)
-                    && stateful(t)
+                if let Some(d) = stateful(t)
                     && !m.standby_tasks.contains(t)
                 {
                     let off = offset(t);
@@ -177,7 +184,7 @@ impl Group {
             }
             // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
             for (t, &off) in &m.task_offsets {
-                let Some(d) = dense(t).filter(|_| stateful(t)) else {
+                let Some(d) = stateful(t) else {
                     continue;
                 };
                 offsets.push((d, rank, off));
