@@ -193,8 +193,7 @@ impl Loads {
 
     /// Process `p`'s tightness fell by one: it swaps with the last of its run and joins the
     /// next lower run. Out of room, it keeps falling to the bottom run.
-    // Inlined into both callers: a call saved and restored more registers than the work.
-    #[inline(always)]
+    #[inline]
     fn lower(&mut self, p: u32) {
         let Process {
             room,
@@ -239,24 +238,13 @@ impl Loads {
             NO_ROOM
         };
         let key = (top + ONE_MORE) | room;
-        // The key only grew: sift it down from the top.
-        let mut i = 0;
-        loop {
-            let mut child = 2 * i + 1;
-            let Some(&c) = heap.get(child) else { break };
-            let mut ck = c;
-            if let Some(&d) = heap.get(child + 1)
-                && d < ck
-            {
-                (ck, child) = (d, child + 1);
-            }
-            if key <= ck {
-                break;
-            }
-            heap[i] = ck;
-            i = child;
+        // The key only grew: sift it down from the top. Most processes run one or two
+        // members, which need no loop.
+        match heap {
+            [only] => *only = key,
+            [first, second] => (*first, *second) = (key.min(*second), key.max(*second)),
+            _ => sift_down(heap, key),
         }
-        heap[i] = key;
         if had_room {
             self.procs[p as usize].room -= 1;
             self.lower(p);
@@ -341,6 +329,27 @@ impl Loads {
     }
 }
 
+/// Puts `key` in place of `heap`'s top, which it replaces, and sifts it down.
+fn sift_down(heap: &mut [Key], key: Key) {
+    let mut i = 0;
+    loop {
+        let mut child = 2 * i + 1;
+        let Some(&c) = heap.get(child) else { break };
+        let mut ck = c;
+        if let Some(&d) = heap.get(child + 1)
+            && d < ck
+        {
+            (ck, child) = (d, child + 1);
+        }
+        if key <= ck {
+            break;
+        }
+        heap[i] = ck;
+        i = child;
+    }
+    heap[i] = key;
+}
+
 impl Member {
     /// The member's key with `load` tasks, as rank `r`.
     fn key(self, load: u32, r: u32) -> Key {
@@ -350,5 +359,123 @@ impl Member {
             NO_ROOM
         };
         room | Key::from(load) << 32 | Key::from(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (splitmix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u32) -> u32 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % u64::from(n)) as u32
+        }
+    }
+
+    /// On random queues (processes of one to six members, so heaps of one, two and more, in
+    /// up to three classes), every step agrees with a brute-force reading of the counts:
+    /// `take` gives the standby to the process's member with room, then least loaded, then
+    /// lowest rank; `best` returns a process with room of the highest tightness not holding
+    /// the task, or, when every one with room holds it, the one whose best member is least
+    /// loaded; `key` ranks those the same way.
+    #[test]
+    fn steps_agree_with_brute_force() {
+        for seed in 0..300 {
+            let mut rng = Rng(seed);
+            let processes = 1 + rng.below(12);
+            let class_of: Vec<u32> = (0..processes).map(|p| rng.below(3).min(p)).collect();
+            let classes = class_of.iter().max().map_or(0, |&c| c + 1);
+            let mut process: Vec<u32> = (0..processes).collect();
+            for _ in 0..rng.below(3 * processes) {
+                process.push(rng.below(processes));
+            }
+            let m = process.len();
+            let active: Vec<u32> = (0..m).map(|_| rng.below(5)).collect();
+            let mut standbys: Vec<u32> = (0..m).map(|_| rng.below(3)).collect();
+            let target: Vec<u32> = (0..m).map(|_| rng.below(6)).collect();
+            let mut blocked: Vec<u32> = (0..processes).map(|_| rng.below(8)).collect();
+            let mut loads = Loads::new(&active, &standbys, &target, &process, &class_of, &blocked);
+            let room = |standbys: &[u32], p: u32| -> u32 {
+                (0..m)
+                    .filter(|&r| process[r] == p)
+                    .map(|r| target[r].saturating_sub(standbys[r]))
+                    .sum()
+            };
+            // The brute-force best member of `p`: room first, then the least loaded, by rank.
+            let best_member = |standbys: &[u32], p: u32| -> u32 {
+                (0..m as u32)
+                    .filter(|&r| process[r as usize] == p)
+                    .min_by_key(|&r| {
+                        let r = r as usize;
+                        (standbys[r] >= target[r], active[r] + standbys[r], r)
+                    })
+                    .expect("every process has a member")
+            };
+            for _ in 0..60 {
+                let p = rng.below(processes);
+                if rng.below(3) == 0 && blocked[p as usize] > 0 {
+                    blocked[p as usize] -= 1;
+                    loads.pass(p);
+                    continue;
+                }
+                let held: Vec<u32> = (0..processes).filter(|_| rng.below(4) == 0).collect();
+                let class = rng.below(classes);
+                let holds = |q: u32| held.contains(&q);
+                let of_class: Vec<u32> = (0..processes)
+                    .filter(|&q| class_of[q as usize] == class && !holds(q))
+                    .collect();
+                let Some(best) = loads.best(class as usize, holds) else {
+                    assert!(
+                        of_class.is_empty(),
+                        "seed {seed}: a free process was missed"
+                    );
+                    continue;
+                };
+                assert!(of_class.contains(&best), "seed {seed}: {best} is not free");
+                let tightness = |q: u32| room(&standbys, q) + blocked[q as usize];
+                let with_room: Vec<u32> = of_class
+                    .iter()
+                    .copied()
+                    .filter(|&q| room(&standbys, q) > 0)
+                    .collect();
+                if with_room.is_empty() {
+                    let load = |q: u32| {
+                        let r = best_member(&standbys, q) as usize;
+                        (active[r] + standbys[r], q)
+                    };
+                    let least = of_class.iter().copied().min_by_key(|&q| load(q));
+                    assert_eq!(Some(best), least, "seed {seed}: not the least loaded");
+                } else {
+                    let most = with_room.iter().map(|&q| tightness(q)).max();
+                    assert!(
+                        room(&standbys, best) > 0 && Some(tightness(best)) == most,
+                        "seed {seed}: {best} is not among the tightest"
+                    );
+                }
+                let by_key = of_class.iter().copied().min_by_key(|&q| loads.key(q));
+                let by_counts = of_class.iter().copied().min_by_key(|&q| {
+                    if room(&standbys, q) > 0 {
+                        (0, u32::MAX - tightness(q), 0, q)
+                    } else {
+                        let r = best_member(&standbys, q) as usize;
+                        (1, 0, active[r] + standbys[r], q)
+                    }
+                });
+                assert_eq!(by_key, by_counts, "seed {seed}: keys rank differently");
+                let expected = best_member(&standbys, best);
+                assert_eq!(loads.take(best), expected, "seed {seed}: wrong member");
+                standbys[expected as usize] += 1;
+                let next = best_member(&standbys, best);
+                assert_eq!(loads.first(best), next, "seed {seed}: wrong heap top");
+            }
+            assert_eq!(loads.into_standbys(), standbys, "seed {seed}: counts");
+        }
     }
 }

@@ -50,19 +50,25 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
     }
     // Extended a subtopology's range at a time: collecting a flattened iterator pays a
     // check per task.
-    // Per process: the stateful tasks active there; the same loop lists the stateful tasks.
+    // Per member its actives, per process its stateful actives, and the stateful tasks: one
+    // walk over the owners, a subtopology at a time.
     let mut stateful: Vec<u32> = Vec::with_capacity(g.tasks());
-    let mut blocked = vec![0u32; g.process_count];
-    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
-        let tasks = g.subtopology_tasks(s);
-        for &o in &owner[tasks.start as usize..tasks.end as usize] {
-            blocked[g.process[o as usize] as usize] += 1;
-        }
-        stateful.extend(tasks);
-    }
     let mut active = vec![0u32; g.members()];
-    for &o in owner {
-        active[o as usize] += 1;
+    let mut blocked = vec![0u32; g.process_count];
+    for s in 0..g.subtopology_start.len() {
+        let tasks = g.subtopology_tasks(s);
+        let owners = &owner[tasks.start as usize..tasks.end as usize];
+        if g.subtopology_stateful[s] {
+            for &o in owners {
+                active[o as usize] += 1;
+                blocked[g.process[o as usize] as usize] += 1;
+            }
+            stateful.extend(tasks);
+        } else {
+            for &o in owners {
+                active[o as usize] += 1;
+            }
+        }
     }
     let total = stateful.len() * per_task;
     // Per process: the most standbys it can hold, one of every stateful task not active there.
