@@ -48,20 +48,19 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slots: Vec::new(),
         };
     }
-    // Extended a subtopology's range at a time: collecting a flattened iterator pays a
-    // check per task.
     // Per member its actives, per process its stateful actives, and the stateful tasks: one
-    // walk over the owners, a subtopology at a time.
+    // walk over the owners, a subtopology at a time (the stateful tasks extended a range at a
+    // time: collecting a flattened iterator pays a check per task).
     let mut stateful: Vec<u32> = Vec::with_capacity(g.tasks());
     let mut active = vec![0u32; g.members()];
-    let mut blocked = vec![0u32; g.process_count];
+    let mut stateful_on = vec![0u32; g.process_count];
     for s in 0..g.subtopology_start.len() {
         let tasks = g.subtopology_tasks(s);
         let owners = &owner[tasks.start as usize..tasks.end as usize];
         if g.subtopology_stateful[s] {
             for &o in owners {
                 active[o as usize] += 1;
-                blocked[g.process[o as usize] as usize] += 1;
+                stateful_on[g.process[o as usize] as usize] += 1;
             }
             stateful.extend(tasks);
         } else {
@@ -72,7 +71,10 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
     }
     let total = stateful.len() * per_task;
     // Per process: the most standbys it can hold, one of every stateful task not active there.
-    let cap: Vec<u32> = blocked.iter().map(|&b| stateful.len() as u32 - b).collect();
+    let cap: Vec<u32> = stateful_on
+        .iter()
+        .map(|&a| stateful.len() as u32 - a)
+        .collect();
     let mut previous = Previous {
         owner: &g.prev_owner,
         candidates: &g.candidates,
@@ -92,7 +94,14 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             open,
             blocked,
         } = keep(
-            g, owner, per_task, &stateful, &blocked, &previous, &target, slack,
+            g,
+            owner,
+            per_task,
+            &stateful,
+            &stateful_on,
+            &previous,
+            &target,
+            slack,
         );
         let mut filled = fill(
             g, owner, per_task, &open, &blocked, &active, &target, &mut slots, &standbys, slack,
@@ -135,7 +144,14 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
         }
         let target = targets(g, &active, &cap, total, previous.standbys);
         let kept = keep(
-            g, owner, per_task, &stateful, &blocked, &previous, &target, slack,
+            g,
+            owner,
+            per_task,
+            &stateful,
+            &stateful_on,
+            &previous,
+            &target,
+            slack,
         )
         .slots;
         // Slots of one task name distinct members, so equal sets are equal counts plus
