@@ -16,7 +16,14 @@
 //! past it, O(1). A process out of room sinks to the bottom run the same way, one run per
 //! step, which costs no more than its tightness falling to zero. The search reads the array
 //! from the front, skipping the at most `R + 1` processes holding the task. Everything lives
-//! in flat arrays updated in place, so a step allocates nothing.
+//! in flat arrays updated in place, so a step allocates nothing: all classes share one array
+//! of processes (each class a stretch of it) and one of run starts, and a process's fields sit
+//! together, so a step touches few cache lines and pays few bounds checks (the same code runs
+//! compiled to wasm, where every check is an instruction too).
+//!
+//! Only a process's best member is ever given a standby (the fill takes the best process's
+//! best member), so a heap changes only at its top, and a member's key, which ends in its
+//! rank, is all the heap needs to hold: no index from members to heap places.
 
 /// A member's or process's place in the queue, packed so that smaller is better. Members: room
 /// below their standby target first, then the least loaded (actives plus standbys), then by
@@ -27,239 +34,230 @@ type Key = u64;
 const NO_ROOM: Key = 1 << 63;
 /// Tightness is stored inverted below this (the tighter, the smaller the key).
 const FIELD: Key = (1 << 31) - 1;
+/// One more task on a member's load, as a key (the load sits above the rank's 32 bits).
+const ONE_MORE: Key = 1 << 32;
 
 /// Standby counts and loads with the queue over them.
 pub(crate) struct Loads {
-    /// Members, by rank: actives plus standbys.
-    pub load: Vec<u32>,
-    /// Members, by rank: standbys.
-    pub standbys: Vec<u32>,
-    /// Members, by rank: the standby count to aim for.
-    pub target: Vec<u32>,
-    process: Vec<u32>,
-    /// Members grouped by process; each process's run `start[p]..start[p + 1]` is a binary
-    /// min-heap of its members by key, updated in place (no allocation, no stale entries).
-    members: Vec<u32>,
-    /// Per process: where its run of `members` starts (one more entry for the end).
-    start: Vec<u32>,
-    /// Members, by rank: their index in `members`.
-    at: Vec<u32>,
-    /// Members, by rank: their current key.
-    keys: Vec<Key>,
-    /// Per process: the standbys its members still lack of their targets.
-    room: Vec<u32>,
-    /// Per process: the tasks still to fill that it cannot take.
-    blocked: Vec<u32>,
-    /// Per class: its processes by tightness.
-    classes: Vec<Sorted>,
-    class_of: Vec<u32>,
-    /// Per process: its index in its class's `order`.
-    at_order: Vec<u32>,
+    /// Members, by rank: standbys now and the count to aim for.
+    members: Vec<Member>,
+    /// Per process, its members' keys as a binary min-heap in `heap[start..end]`, updated in
+    /// place (no allocation, no stale entries).
+    heap: Vec<Key>,
+    procs: Vec<Process>,
+    /// Every class's processes, a stretch per class, each in runs of falling tightness;
+    /// processes out of room form a class's last run.
+    order: Vec<u32>,
+    /// Per class and tightness `k`: where its run starts in `order` (runs end where the next
+    /// lower tightness starts; tightness 0, out of room, runs to the class's end). A class's
+    /// runs start at its `runs`.
+    run: Vec<u32>,
+    classes: Vec<Class>,
 }
 
-/// One class's processes, tightest first; processes out of room form the last run.
-struct Sorted {
-    /// The processes, in runs of falling tightness.
-    order: Vec<u32>,
-    /// Per tightness `k`: where its run starts in `order` (runs end where the next lower
-    /// tightness starts; tightness 0, out of room, runs to the end).
-    run: Vec<u32>,
+/// A member's counts.
+#[derive(Clone, Copy)]
+struct Member {
+    standbys: u32,
+    target: u32,
+}
+
+/// A process's fields, together.
+#[derive(Clone, Copy, Default)]
+struct Process {
+    /// The standbys its members still lack of their targets.
+    room: u32,
+    /// The tasks still to fill that it cannot take.
+    blocked: u32,
+    /// Its index in `order`.
+    at: u32,
+    /// Where its class's runs start in `run`.
+    runs: u32,
+    /// Its members' heap: `heap[start..end]`.
+    start: u32,
+    end: u32,
+}
+
+/// A class's stretch of `order` and of `run`.
+#[derive(Clone, Copy)]
+struct Class {
+    start: u32,
+    end: u32,
+    runs: u32,
 }
 
 impl Loads {
-    /// Loads for members on `process` (by rank), processes grouped by `class_of`, with
-    /// `blocked[p]` tasks to fill that process `p` cannot take.
+    /// Loads for members (by rank) with `active` tasks and `standbys` on `process`, aiming
+    /// at `target` standbys; processes grouped by `class_of`, with `blocked[p]` tasks to
+    /// fill that process `p` cannot take.
     pub fn new(
-        load: Vec<u32>,
-        standbys: Vec<u32>,
-        target: Vec<u32>,
-        process: Vec<u32>,
-        class_of: Vec<u32>,
-        blocked: Vec<u32>,
+        active: &[u32],
+        standbys: &[u32],
+        target: &[u32],
+        process: &[u32],
+        class_of: &[u32],
+        blocked: &[u32],
     ) -> Self {
-        let classes = class_of.iter().max().map_or(0, |&c| c as usize + 1);
-        let processes = class_of.len();
-        let m = load.len();
-        let mut start = vec![0u32; processes + 1];
-        for &p in &process {
-            start[p as usize + 1] += 1;
+        let m = active.len();
+        let mut procs = vec![Process::default(); class_of.len()];
+        for (&p, (&s, &t)) in process.iter().zip(standbys.iter().zip(target)) {
+            let p = &mut procs[p as usize];
+            p.end += 1;
+            p.room += t.saturating_sub(s);
         }
-        for p in 0..processes {
-            start[p + 1] += start[p];
+        // Heaps laid out in process order; each starts sorted, which is a valid heap.
+        let mut start = 0;
+        for p in &mut procs {
+            p.start = start;
+            start += p.end;
+            p.end = p.start;
         }
-        let mut room = vec![0u32; processes];
+        let mut heap = vec![0; m];
+        let mut members = Vec::with_capacity(m);
         for r in 0..m {
-            room[process[r] as usize] += target[r].saturating_sub(standbys[r]);
+            let member = Member {
+                standbys: standbys[r],
+                target: target[r],
+            };
+            members.push(member);
+            let p = &mut procs[process[r] as usize];
+            heap[p.end as usize] = member.key(active[r] + standbys[r], r as u32);
+            p.end += 1;
         }
+        for p in &procs {
+            heap[p.start as usize..p.end as usize].sort_unstable();
+        }
+
         // Out of room counts as tightness 0 (with room it is at least 1).
-        let tightness: Vec<usize> = (0..processes)
-            .map(|p| {
-                if room[p] > 0 {
-                    (room[p] + blocked[p]) as usize
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let mut of_class: Vec<Vec<u32>> = vec![Vec::new(); classes];
-        for p in 0..processes as u32 {
-            of_class[class_of[p as usize] as usize].push(p);
+        let tightness = |p: &Process, b: u32| if p.room > 0 { p.room + b } else { 0 };
+        let class_count = class_of.iter().max().map_or(0, |&c| c as usize + 1);
+        let mut classes = vec![
+            Class {
+                start: 0,
+                end: 0,
+                runs: 0
+            };
+            class_count
+        ];
+        // Per class its top tightness (as `runs`, for now) and size (as `end`).
+        for ((p, &b), &c) in procs.iter_mut().zip(blocked).zip(class_of) {
+            p.blocked = b;
+            let class = &mut classes[c as usize];
+            class.runs = class.runs.max(tightness(p, b));
+            class.end += 1;
         }
-        let mut at_order = vec![0u32; processes];
-        let classes = of_class
-            .into_iter()
-            .map(|mut order| {
-                order.sort_by_key(|&p| (std::cmp::Reverse(tightness[p as usize]), p));
-                let top = order.first().map_or(0, |&p| tightness[p as usize]);
-                let mut run = vec![order.len() as u32; top + 1];
-                for (i, &p) in order.iter().enumerate().rev() {
-                    at_order[p as usize] = i as u32;
-                    run[tightness[p as usize]] = i as u32;
-                }
-                // An empty run starts (and ends) where the next lower one starts.
-                for k in 1..=top {
-                    if run[k] == order.len() as u32 {
-                        run[k] = run[k - 1];
-                    }
-                }
-                Sorted { order, run }
-            })
-            .collect();
-        let mut loads = Self {
-            load,
-            standbys,
-            target,
-            members: vec![0; m],
-            at: vec![0; m],
-            keys: vec![0; m],
-            start,
-            room,
-            blocked,
+        let (mut at, mut runs) = (0, 0);
+        for class in &mut classes {
+            let (top, size) = (class.runs, class.end);
+            (class.start, class.end, class.runs) = (at, at + size, runs);
+            at += size;
+            runs += top + 1;
+        }
+        // A counting sort: per class, how many processes of each tightness, then each run's
+        // start, tightest first; processes placed in index order, as a sort by (tightness
+        // falling, index) would place them.
+        let mut run = vec![0u32; runs as usize];
+        for (p, &c) in procs.iter_mut().zip(class_of) {
+            p.runs = classes[c as usize].runs;
+            run[(p.runs + tightness(p, p.blocked)) as usize] += 1;
+        }
+        for (c, class) in classes.iter().enumerate() {
+            let top = classes
+                .get(c + 1)
+                .map_or(runs, |next| next.runs)
+                .saturating_sub(1);
+            let mut next = class.start;
+            for k in (class.runs..=top).rev() {
+                let count = run[k as usize];
+                run[k as usize] = next;
+                next += count;
+            }
+        }
+        let mut place = run.clone();
+        let mut order = vec![0u32; procs.len()];
+        for (i, p) in (0u32..).zip(&mut procs) {
+            let slot = &mut place[(p.runs + tightness(p, p.blocked)) as usize];
+            p.at = *slot;
+            order[*slot as usize] = i;
+            *slot += 1;
+        }
+        Self {
+            members,
+            heap,
+            procs,
+            order,
+            run,
             classes,
-            process,
-            class_of,
-            at_order,
-        };
-        let mut next = loads.start.clone();
-        for r in 0..m as u32 {
-            loads.keys[r as usize] = loads.key(r);
-            let p = loads.process[r as usize] as usize;
-            let i = next[p];
-            next[p] += 1;
-            loads.members[i as usize] = r;
-            loads.at[r as usize] = i;
-            loads.member_sift_up(p, i as usize);
         }
-        loads
-    }
-
-    /// Whether member `r` is below its standby target.
-    #[inline]
-    pub fn has_room(&self, r: u32) -> bool {
-        self.standbys[r as usize] < self.target[r as usize]
-    }
-
-    #[inline]
-    fn key(&self, r: u32) -> Key {
-        let room = if self.has_room(r) { 0 } else { NO_ROOM };
-        room | (Key::from(self.load[r as usize]) << 32) | Key::from(r)
     }
 
     /// Process `p`'s tightness fell by one: it swaps with the last of its run and joins the
     /// next lower run. Out of room, it keeps falling to the bottom run.
     #[inline]
     fn lower(&mut self, p: u32) {
-        let (room, blocked) = (self.room[p as usize], self.blocked[p as usize]);
-        let sorted = &mut self.classes[self.class_of[p as usize] as usize];
-        let mut i = self.at_order[p as usize] as usize;
-        let mut k = (room + blocked) as usize;
+        let Process {
+            room,
+            blocked,
+            at,
+            runs,
+            ..
+        } = self.procs[p as usize];
+        let mut i = at;
+        let mut k = runs + room + blocked;
         loop {
             // `p` leaves run `k + 1`: it swaps with the run's last and run `k` starts there.
-            let start = &mut sorted.run[k];
+            let start = &mut self.run[k as usize];
             *start -= 1;
-            let last = *start as usize;
-            let q = sorted.order[last];
-            sorted.order[i] = q;
-            sorted.order[last] = p;
-            self.at_order[q as usize] = i as u32;
+            let last = *start;
+            let q = self.order[last as usize];
+            self.order[i as usize] = q;
+            self.order[last as usize] = p;
+            self.procs[q as usize].at = i;
             i = last;
-            if room > 0 || k == 0 {
+            if room > 0 || k == runs {
                 break;
             }
             k -= 1;
         }
-        self.at_order[p as usize] = i as u32;
+        self.procs[p as usize].at = i;
     }
 
-    /// Moves the member at index `i` of `members` up to its place in process `p`'s heap.
-    fn member_sift_up(&mut self, p: usize, i: usize) {
-        let base = self.start[p] as usize;
-        let r = self.members[i];
-        let key = self.keys[r as usize];
-        let mut i = i - base;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            let q = self.members[base + parent];
-            if self.keys[q as usize] <= key {
-                break;
-            }
-            self.members[base + i] = q;
-            self.at[q as usize] = (base + i) as u32;
-            i = parent;
-        }
-        self.members[base + i] = r;
-        self.at[r as usize] = (base + i) as u32;
-    }
-
-    /// Moves the member at index `i` of `members` down to its place in process `p`'s heap.
+    /// Process `p`'s best member takes one more standby; returns that member.
     #[inline]
-    fn member_sift_down(&mut self, p: usize, i: usize) {
-        let (base, end) = (self.start[p] as usize, self.start[p + 1] as usize);
-        let heap = &mut self.members[base..end];
-        let keys = &self.keys;
-        let r = heap[i - base];
-        let key = keys[r as usize];
-        let mut i = i - base;
-        loop {
-            let mut child = 2 * i + 1;
-            let Some(&c) = heap.get(child) else { break };
-            let (mut q, mut ck) = (c, keys[c as usize]);
-            if let Some(&d) = heap.get(child + 1)
-                && keys[d as usize] < ck
-            {
-                (q, ck, child) = (d, keys[d as usize], child + 1);
-            }
-            if key <= ck {
-                break;
-            }
-            heap[i] = q;
-            self.at[q as usize] = (base + i) as u32;
-            i = child;
+    pub fn take(&mut self, p: u32) -> u32 {
+        let Process { start, end, .. } = self.procs[p as usize];
+        let heap = &mut self.heap[start as usize..end as usize];
+        let top = heap[0];
+        let r = top as u32;
+        let member = &mut self.members[r as usize];
+        let had_room = member.standbys < member.target;
+        member.standbys += 1;
+        let room = if member.standbys < member.target {
+            0
+        } else {
+            NO_ROOM
+        };
+        let key = (top + ONE_MORE) | room;
+        // The key only grew: sift it down from the top. Most processes run one or two
+        // members, which need no loop.
+        match heap {
+            [only] => *only = key,
+            [first, second] => (*first, *second) = (key.min(*second), key.max(*second)),
+            _ => sift_down(heap, key),
         }
-        heap[i] = r;
-        self.at[r as usize] = (base + i) as u32;
-    }
-
-    /// Member `r` took one more standby.
-    #[inline]
-    pub fn add(&mut self, r: u32) {
-        let p = self.process[r as usize];
-        let had_room = self.has_room(r);
-        self.standbys[r as usize] += 1;
-        self.load[r as usize] += 1;
-        self.keys[r as usize] = self.key(r);
-        self.member_sift_down(p as usize, self.at[r as usize] as usize);
         if had_room {
-            self.room[p as usize] -= 1;
+            self.procs[p as usize].room -= 1;
             self.lower(p);
         }
+        r
     }
 
     /// A task process `p` could not take has been filled: one fewer blocked task.
     #[inline]
     pub fn pass(&mut self, p: u32) {
-        self.blocked[p as usize] -= 1;
-        if self.room[p as usize] > 0 {
+        let process = &mut self.procs[p as usize];
+        process.blocked -= 1;
+        if process.room > 0 {
             self.lower(p);
         }
     }
@@ -269,39 +267,215 @@ impl Loads {
         self.classes.len()
     }
 
-    /// The best process of `class` for which `holds` is false, as its key and best member:
-    /// the tightest with room, else (all with room hold the task) the one whose best member
-    /// is least loaded.
+    /// Member `r`'s standby count.
+    pub fn standbys(&self, r: u32) -> u32 {
+        self.members[r as usize].standbys
+    }
+
+    /// Member `r`'s standby target.
+    pub fn target(&self, r: u32) -> u32 {
+        self.members[r as usize].target
+    }
+
+    /// Every member's standby count, by rank.
+    pub fn into_standbys(self) -> Vec<u32> {
+        self.members.iter().map(|m| m.standbys).collect()
+    }
+
+    /// The best process of `class` for which `holds` is false: the tightest with room, else
+    /// (all with room hold the task) the one whose best member is least loaded.
     #[inline]
-    pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
-        let sorted = &self.classes[class];
-        let with_room = &sorted.order[..sorted.run[0] as usize];
+    pub fn best(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<u32> {
+        let Class { start, end, runs } = self.classes[class];
+        let out_of_room = self.run[runs as usize];
+        let with_room = &self.order[start as usize..out_of_room as usize];
         match with_room.iter().find(|&&p| !holds(p)) {
-            Some(&p) => {
-                let tight = Key::from(self.room[p as usize] + self.blocked[p as usize]);
-                Some(((FIELD - tight) << 32 | Key::from(p), self.first(p)))
-            }
-            None => self.best_without_room(class, holds),
+            Some(&p) => Some(p),
+            None => self.best_without_room(out_of_room, end, holds),
         }
     }
 
-    /// [`Loads::best`] when every process of `class` with room holds the task.
+    /// [`Loads::best`] when every process of a class with room holds the task: the rest of
+    /// the class's processes, `order[from..to]`.
     #[inline(never)]
-    fn best_without_room(&self, class: usize, holds: impl Fn(u32) -> bool) -> Option<(Key, u32)> {
-        let sorted = &self.classes[class];
-        sorted.order[sorted.run[0] as usize..]
+    fn best_without_room(&self, from: u32, to: u32, holds: impl Fn(u32) -> bool) -> Option<u32> {
+        self.order[from as usize..to as usize]
             .iter()
-            .filter(|&&p| self.start[p as usize] < self.start[p as usize + 1] && !holds(p))
-            .map(|&p| {
-                let r = self.first(p);
-                let key = NO_ROOM | Key::from(self.load[r as usize]) << 32 | Key::from(p);
-                (key, r)
-            })
-            .min()
+            .copied()
+            .filter(|&p| !holds(p))
+            .min_by_key(|&p| self.key(p))
+    }
+
+    /// Process `p`'s place among the bests of several classes (smaller is better): with room,
+    /// the tightest first; without, the one whose best member is least loaded; then by index.
+    pub fn key(&self, p: u32) -> Key {
+        let Process {
+            room,
+            blocked,
+            start,
+            ..
+        } = self.procs[p as usize];
+        if room > 0 {
+            (FIELD - Key::from(room + blocked)) << 32 | Key::from(p)
+        } else {
+            let load = self.heap[start as usize] >> 32 & FIELD;
+            NO_ROOM | load << 32 | Key::from(p)
+        }
     }
 
     /// Process `p`'s best member.
-    fn first(&self, p: u32) -> u32 {
-        self.members[self.start[p as usize] as usize]
+    pub fn first(&self, p: u32) -> u32 {
+        self.heap[self.procs[p as usize].start as usize] as u32
+    }
+}
+
+/// Puts `key` in place of `heap`'s top, which it replaces, and sifts it down.
+fn sift_down(heap: &mut [Key], key: Key) {
+    let mut i = 0;
+    loop {
+        let mut child = 2 * i + 1;
+        let Some(&c) = heap.get(child) else { break };
+        let mut ck = c;
+        if let Some(&d) = heap.get(child + 1)
+            && d < ck
+        {
+            (ck, child) = (d, child + 1);
+        }
+        if key <= ck {
+            break;
+        }
+        heap[i] = ck;
+        i = child;
+    }
+    heap[i] = key;
+}
+
+impl Member {
+    /// The member's key with `load` tasks, as rank `r`.
+    fn key(self, load: u32, r: u32) -> Key {
+        let room = if self.standbys < self.target {
+            0
+        } else {
+            NO_ROOM
+        };
+        room | Key::from(load) << 32 | Key::from(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (splitmix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u32) -> u32 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % u64::from(n)) as u32
+        }
+    }
+
+    /// On random queues (processes of one to six members, so heaps of one, two and more, in
+    /// up to three classes), every step agrees with a brute-force reading of the counts:
+    /// `take` gives the standby to the process's member with room, then least loaded, then
+    /// lowest rank; `best` returns a process with room of the highest tightness not holding
+    /// the task, or, when every one with room holds it, the one whose best member is least
+    /// loaded; `key` ranks those the same way.
+    #[test]
+    fn steps_agree_with_brute_force() {
+        for seed in 0..300 {
+            let mut rng = Rng(seed);
+            let processes = 1 + rng.below(12);
+            let class_of: Vec<u32> = (0..processes).map(|p| rng.below(3).min(p)).collect();
+            let classes = class_of.iter().max().map_or(0, |&c| c + 1);
+            let mut process: Vec<u32> = (0..processes).collect();
+            for _ in 0..rng.below(3 * processes) {
+                process.push(rng.below(processes));
+            }
+            let m = process.len();
+            let active: Vec<u32> = (0..m).map(|_| rng.below(5)).collect();
+            let mut standbys: Vec<u32> = (0..m).map(|_| rng.below(3)).collect();
+            let target: Vec<u32> = (0..m).map(|_| rng.below(6)).collect();
+            let mut blocked: Vec<u32> = (0..processes).map(|_| rng.below(8)).collect();
+            let mut loads = Loads::new(&active, &standbys, &target, &process, &class_of, &blocked);
+            let room = |standbys: &[u32], p: u32| -> u32 {
+                (0..m)
+                    .filter(|&r| process[r] == p)
+                    .map(|r| target[r].saturating_sub(standbys[r]))
+                    .sum()
+            };
+            // The brute-force best member of `p`: room first, then the least loaded, by rank.
+            let best_member = |standbys: &[u32], p: u32| -> u32 {
+                (0..m as u32)
+                    .filter(|&r| process[r as usize] == p)
+                    .min_by_key(|&r| {
+                        let r = r as usize;
+                        (standbys[r] >= target[r], active[r] + standbys[r], r)
+                    })
+                    .expect("every process has a member")
+            };
+            for _ in 0..60 {
+                let p = rng.below(processes);
+                if rng.below(3) == 0 && blocked[p as usize] > 0 {
+                    blocked[p as usize] -= 1;
+                    loads.pass(p);
+                    continue;
+                }
+                let held: Vec<u32> = (0..processes).filter(|_| rng.below(4) == 0).collect();
+                let class = rng.below(classes);
+                let holds = |q: u32| held.contains(&q);
+                let of_class: Vec<u32> = (0..processes)
+                    .filter(|&q| class_of[q as usize] == class && !holds(q))
+                    .collect();
+                let Some(best) = loads.best(class as usize, holds) else {
+                    assert!(
+                        of_class.is_empty(),
+                        "seed {seed}: a free process was missed"
+                    );
+                    continue;
+                };
+                assert!(of_class.contains(&best), "seed {seed}: {best} is not free");
+                let tightness = |q: u32| room(&standbys, q) + blocked[q as usize];
+                let with_room: Vec<u32> = of_class
+                    .iter()
+                    .copied()
+                    .filter(|&q| room(&standbys, q) > 0)
+                    .collect();
+                if with_room.is_empty() {
+                    let load = |q: u32| {
+                        let r = best_member(&standbys, q) as usize;
+                        (active[r] + standbys[r], q)
+                    };
+                    let least = of_class.iter().copied().min_by_key(|&q| load(q));
+                    assert_eq!(Some(best), least, "seed {seed}: not the least loaded");
+                } else {
+                    let most = with_room.iter().map(|&q| tightness(q)).max();
+                    assert!(
+                        room(&standbys, best) > 0 && Some(tightness(best)) == most,
+                        "seed {seed}: {best} is not among the tightest"
+                    );
+                }
+                let by_key = of_class.iter().copied().min_by_key(|&q| loads.key(q));
+                let by_counts = of_class.iter().copied().min_by_key(|&q| {
+                    if room(&standbys, q) > 0 {
+                        (0, u32::MAX - tightness(q), 0, q)
+                    } else {
+                        let r = best_member(&standbys, q) as usize;
+                        (1, 0, active[r] + standbys[r], q)
+                    }
+                });
+                assert_eq!(by_key, by_counts, "seed {seed}: keys rank differently");
+                let expected = best_member(&standbys, best);
+                assert_eq!(loads.take(best), expected, "seed {seed}: wrong member");
+                standbys[expected as usize] += 1;
+                let next = best_member(&standbys, best);
+                assert_eq!(loads.first(best), next, "seed {seed}: wrong heap top");
+            }
+            assert_eq!(loads.into_standbys(), standbys, "seed {seed}: counts");
+        }
     }
 }

@@ -48,22 +48,33 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             slots: Vec::new(),
         };
     }
-    // Extended a subtopology's range at a time: collecting a flattened iterator pays a
-    // check per task.
+    // Per member its actives, per process its stateful actives, and the stateful tasks: one
+    // walk over the owners, a subtopology at a time (the stateful tasks extended a range at a
+    // time: collecting a flattened iterator pays a check per task).
     let mut stateful: Vec<u32> = Vec::with_capacity(g.tasks());
-    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
-        stateful.extend(g.subtopology_tasks(s));
-    }
     let mut active = vec![0u32; g.members()];
-    for &o in owner {
-        active[o as usize] += 1;
+    let mut stateful_on = vec![0u32; g.process_count];
+    for s in 0..g.subtopology_start.len() {
+        let tasks = g.subtopology_tasks(s);
+        let owners = &owner[tasks.start as usize..tasks.end as usize];
+        if g.subtopology_stateful[s] {
+            for &o in owners {
+                active[o as usize] += 1;
+                stateful_on[g.process[o as usize] as usize] += 1;
+            }
+            stateful.extend(tasks);
+        } else {
+            for &o in owners {
+                active[o as usize] += 1;
+            }
+        }
     }
     let total = stateful.len() * per_task;
     // Per process: the most standbys it can hold, one of every stateful task not active there.
-    let mut cap = vec![stateful.len() as u32; g.process_count];
-    for &t in &stateful {
-        cap[g.process[owner[t as usize] as usize] as usize] -= 1;
-    }
+    let cap: Vec<u32> = stateful_on
+        .iter()
+        .map(|&a| stateful.len() as u32 - a)
+        .collect();
     let mut previous = Previous {
         owner: &g.prev_owner,
         candidates: &g.candidates,
@@ -77,17 +88,23 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
     let mut last = Vec::new();
     for round in 1.. {
         let target = targets(g, &active, &cap, total, previous.standbys);
-        let (mut slots, kept) = keep(g, owner, per_task, &stateful, &previous, &target, slack);
-        let mut filled = fill(
+        let Kept {
+            mut slots,
+            standbys,
+            open,
+            blocked,
+        } = keep(
             g,
             owner,
             per_task,
             &stateful,
-            &active,
-            target.clone(),
-            &mut slots,
-            kept,
+            &stateful_on,
+            &previous,
+            &target,
             slack,
+        );
+        let mut filled = fill(
+            g, owner, per_task, &open, &blocked, &active, &target, &mut slots, &standbys, slack,
         );
         if g.tag_values.is_empty() && filled != target {
             repair(
@@ -126,7 +143,17 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             continue;
         }
         let target = targets(g, &active, &cap, total, previous.standbys);
-        let (kept, _) = keep(g, owner, per_task, &stateful, &previous, &target, slack);
+        let kept = keep(
+            g,
+            owner,
+            per_task,
+            &stateful,
+            &stateful_on,
+            &previous,
+            &target,
+            slack,
+        )
+        .slots;
         // Slots of one task name distinct members, so equal sets are equal counts plus
         // containment.
         let settled = slots
@@ -163,77 +190,146 @@ fn as_current(g: &Group, per_task: usize, slots: &[u32]) -> (Candidates, Vec<u32
     (Candidates::new(entries, g.tasks()), counts)
 }
 
+/// What [`keep`] kept.
+struct Kept {
+    /// Per task, its kept standbys first, then [`NONE`].
+    slots: Vec<u32>,
+    /// Members, by rank: the standbys they kept.
+    standbys: Vec<u32>,
+    /// The stateful tasks with an empty slot left, in order: all the fill has to visit.
+    open: Vec<u32>,
+    /// Per process: the open tasks it cannot take (it runs the active or kept a copy).
+    blocked: Vec<u32>,
+}
+
 /// Keeps what the previous holders can keep: per task, the previous active owner (its state
 /// is there), then current standbys and warm-ups, then members reporting offsets — each while
 /// below its target, on a process not yet holding the task, and (rack-aware) adding tag values
 /// unless every tag already shows every value. With rack-aware tags and a `slack`, each while
 /// below its target plus the slack, in candidate order whatever its tag values: diversity is
 /// then [`improve`]'s, which leaves nothing to improve, so an output keeps all of itself.
-/// Returns the slots and each member's standby count.
+/// `active_on`: per process, the stateful tasks active there.
+#[allow(clippy::too_many_arguments)]
 fn keep(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    stateful: &[u32],
+    active_on: &[u32],
+    previous: &Previous<'_>,
+    target: &[u32],
+    slack: Option<u32>,
+) -> Kept {
+    let mut kept = Kept {
+        slots: vec![NONE; g.tasks() * per_task],
+        standbys: Vec::new(),
+        open: Vec::new(),
+        blocked: Vec::new(),
+    };
+    // A cold start: nothing to keep.
+    if previous.candidates.is_empty() && previous.owner.iter().all(|&o| o == NONE) {
+        kept.standbys = vec![0; g.members()];
+        kept.open = stateful.to_vec();
+        kept.blocked = active_on.to_vec();
+        return kept;
+    }
+    kept.blocked = vec![0; g.process_count];
+    let tagged = !g.tag_values.is_empty();
+    if !tagged || slack.is_some() {
+        let limit = slack.filter(|_| tagged).unwrap_or(0);
+        keep_within(g, owner, per_task, previous, target, limit, &mut kept);
+    } else {
+        keep_diverse(g, owner, per_task, stateful, previous, target, &mut kept);
+    }
+    kept
+}
+
+/// [`keep`] without tags, or with tags and a slack `limit`: every candidate in order while
+/// below its target plus `limit`, on a process not holding the task yet.
+fn keep_within(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    previous: &Previous<'_>,
+    target: &[u32],
+    limit: u32,
+    kept: &mut Kept,
+) {
+    // Each member's room below its bound, worked out once rather than per candidate; and per
+    // process the last task it was found holding, so that testing a candidate's process is
+    // one look-up whatever the number of replicas.
+    let mut left: Vec<u32> = target.iter().map(|&t| t.saturating_add(limit)).collect();
+    let mut holds = vec![NONE; g.process_count];
+    // A stateful subtopology at a time, its tasks' slots, owners and previous owners walked
+    // side by side (stateful tasks are these ranges in order).
+    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
+        let tasks = g.subtopology_tasks(s);
+        let (a, b) = (tasks.start as usize, tasks.end as usize);
+        let slots = kept.slots[a * per_task..b * per_task].chunks_exact_mut(per_task);
+        let owners = owner[a..b].iter().zip(&previous.owner[a..b]);
+        for ((t, slot), (&o, &prev)) in tasks.zip(slots).zip(owners) {
+            let active_process = g.process[o as usize];
+            holds[active_process as usize] = t;
+            let mut n = 0;
+            // Candidates in order, in one pass: one passed over stays ineligible (its room and
+            // the task's holders only shrink and grow).
+            let mut consider = |c: u32| {
+                let p = g.process[c as usize] as usize;
+                let room = &mut left[c as usize];
+                if *room > 0 && holds[p] != t {
+                    *room -= 1;
+                    holds[p] = t;
+                    slot[n] = c;
+                    n += 1;
+                }
+                n == per_task
+            };
+            let full = (prev != NONE && prev != o && consider(prev))
+                || previous.candidates.of(t).iter().any(|&c| consider(c));
+            if !full {
+                kept.open.push(t);
+                kept.blocked[active_process as usize] += 1;
+                for &c in &slot[..n] {
+                    kept.blocked[g.process[c as usize] as usize] += 1;
+                }
+            }
+        }
+    }
+    kept.standbys = target
+        .iter()
+        .zip(&left)
+        .map(|(&t, &l)| t.saturating_add(limit) - l)
+        .collect();
+}
+
+/// [`keep`] with tags and no slack: per task, the candidate adding the most new tag values
+/// first (then candidate order), while below its target, on a process not holding the task,
+/// and adding a value unless every tag already shows every value.
+fn keep_diverse(
     g: &Group,
     owner: &[u32],
     per_task: usize,
     stateful: &[u32],
     previous: &Previous<'_>,
     target: &[u32],
-    slack: Option<u32>,
-) -> (Vec<u32>, Vec<u32>) {
-    let m = g.members();
-    let mut slots = vec![NONE; g.tasks() * per_task];
-    let tagged = !g.tag_values.is_empty();
+    kept: &mut Kept,
+) {
     let mut coverage = Coverage::new(g);
-    let mut standbys = vec![0u32; m];
-    // A cold start: nothing to keep.
-    if previous.candidates.is_empty() && previous.owner.iter().all(|&o| o == NONE) {
-        return (slots, standbys);
-    }
+    let mut standbys = vec![0u32; g.members()];
     let mut candidates: Vec<u32> = Vec::new();
-    // Without tags or with a slack: each member's bound, worked out once rather than per
-    // candidate.
-    let bound: Vec<u32> = if !tagged || slack.is_some() {
-        let limit = slack.filter(|_| tagged).unwrap_or(0);
-        target.iter().map(|&t| t.saturating_add(limit)).collect()
-    } else {
-        Vec::new()
-    };
     for &t in stateful {
-        let slot = &mut slots[t as usize * per_task..][..per_task];
+        let slot = &mut kept.slots[t as usize * per_task..][..per_task];
         let active_process = g.process[owner[t as usize] as usize];
         let prev = previous.owner[t as usize];
         let prev = (prev != NONE && prev != owner[t as usize]).then_some(prev);
-        if !bound.is_empty() {
-            // Candidates in order, in one pass: one passed over stays ineligible (its room
-            // and the task's holders only shrink and grow).
-            let mut n = 0;
-            for c in prev
-                .into_iter()
-                .chain(previous.candidates.of(t).iter().copied())
-            {
-                let p = g.process[c as usize];
-                if standbys[c as usize] < bound[c as usize]
-                    && p != active_process
-                    && slot[..n].iter().all(|&s| g.process[s as usize] != p)
-                {
-                    slot[n] = c;
-                    n += 1;
-                    standbys[c as usize] += 1;
-                    if n == per_task {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
         candidates.clear();
         candidates.extend(prev);
         candidates.extend_from_slice(previous.candidates.of(t));
-        if candidates.is_empty() {
-            continue;
-        }
-        coverage.reset(active_process);
         let mut n = 0;
-        while n < per_task {
+        if !candidates.is_empty() {
+            coverage.reset(active_process);
+        }
+        while n < per_task && !candidates.is_empty() {
             let holds = |p: u32| {
                 p == active_process || slot[..n].iter().any(|&s| g.process[s as usize] == p)
             };
@@ -255,68 +351,85 @@ fn keep(
                 *used = NONE;
             }
         }
+        if n < per_task {
+            kept.open.push(t);
+            kept.blocked[active_process as usize] += 1;
+            for &c in &slot[..n] {
+                kept.blocked[g.process[c as usize] as usize] += 1;
+            }
+        }
     }
-    (slots, standbys)
+    kept.standbys = standbys;
 }
 
-/// Fills the empty slots task by task: among the processes not holding the task (rack-aware:
-/// in the tag classes adding the most new values), the tightest one with room (see `queue`:
-/// without keeps this meets every target the processes' caps allow), and there its least
-/// loaded member below target; a process never holds a task twice. Returns each member's
-/// standby count.
+/// Fills the empty slots of the `open` tasks, task by task: among the processes not holding
+/// the task (rack-aware: in the tag classes adding the most new values), the tightest one with
+/// room (see `queue`: without keeps this meets every target the processes' caps allow), and
+/// there its least loaded member below target; a process never holds a task twice. `blocked`:
+/// per process, the open tasks it cannot take. Returns each member's standby count.
 #[allow(clippy::too_many_arguments)]
 fn fill(
     g: &Group,
     owner: &[u32],
     per_task: usize,
-    stateful: &[u32],
+    open: &[u32],
+    blocked: &[u32],
     active: &[u32],
-    target: Vec<u32>,
+    target: &[u32],
     slots: &mut [u32],
-    standbys: Vec<u32>,
+    standbys: &[u32],
     slack: Option<u32>,
 ) -> Vec<u32> {
     let tagged = !g.tag_values.is_empty();
-    let mut coverage = Coverage::new(g);
     let (class_of, class_tags) = classes(g);
-    let load = active.iter().zip(&standbys).map(|(a, s)| a + s).collect();
-    // Per process: the tasks to fill it cannot take (it runs the active or holds a copy).
-    let mut blocked = vec![0u32; g.process_count];
-    for &t in stateful {
-        let slot = &slots[t as usize * per_task..][..per_task];
-        if slot[per_task - 1] == NONE {
-            blocked[g.process[owner[t as usize] as usize] as usize] += 1;
-            for &s in slot.iter().take_while(|&&s| s != NONE) {
-                blocked[g.process[s as usize] as usize] += 1;
+    let mut loads = Loads::new(active, standbys, target, &g.process, &class_of, blocked);
+    // Per process: the last task found on it, so that whether a process holds the task being
+    // filled is one look-up whatever the number of replicas.
+    let mut holds = vec![NONE; g.process_count];
+    if !tagged {
+        for &t in open {
+            let slot = &mut slots[t as usize * per_task..][..per_task];
+            let active_process = g.process[owner[t as usize] as usize];
+            loads.pass(active_process);
+            holds[active_process as usize] = t;
+            let n = slot.iter().take_while(|&&s| s != NONE).count();
+            for &s in &slot[..n] {
+                let p = g.process[s as usize];
+                loads.pass(p);
+                holds[p as usize] = t;
+            }
+            for s in &mut slot[n..] {
+                let Some(p) = loads.best(0, |p| holds[p as usize] == t) else {
+                    break;
+                };
+                *s = loads.take(p);
+                holds[p as usize] = t;
             }
         }
+        return loads.into_standbys();
     }
-    let mut loads = Loads::new(load, standbys, target, g.process.clone(), class_of, blocked);
+    let mut coverage = Coverage::new(g);
     let all_classes: Vec<usize> = (0..loads.classes()).collect();
     let mut best_classes: Vec<usize> = Vec::new();
     let mut gains: Vec<usize> = Vec::new();
-    for &t in stateful {
+    for &t in open {
         let base = t as usize * per_task;
         let mut n = slots[base..base + per_task]
             .iter()
             .take_while(|&&s| s != NONE)
             .count();
-        if n == per_task {
-            continue;
-        }
         let active_process = g.process[owner[t as usize] as usize];
         loads.pass(active_process);
+        holds[active_process as usize] = t;
+        coverage.reset(active_process);
         for &s in &slots[base..base + n] {
-            loads.pass(g.process[s as usize]);
-        }
-        if tagged {
-            coverage.reset(active_process);
-            for &s in &slots[base..base + n] {
-                coverage.add(g.process[s as usize]);
-            }
+            let p = g.process[s as usize];
+            loads.pass(p);
+            holds[p as usize] = t;
+            coverage.add(p);
         }
         while n < per_task {
-            let try_classes = if tagged && !coverage.saturated() {
+            let try_classes = if !coverage.saturated() {
                 let most = class_tags
                     .iter()
                     .map(|c| coverage.gain_of(c))
@@ -330,16 +443,13 @@ fn fill(
             } else {
                 &all_classes
             };
-            let slot = &slots[base..base + n];
-            let holds =
-                |p: u32| p == active_process || slot.iter().any(|&s| g.process[s as usize] == p);
-            let best = match (tagged, slack) {
-                (false, _) => loads.best(0, holds),
-                (true, None) => try_classes
+            let held = |p: u32| holds[p as usize] == t;
+            let best = match slack {
+                None => try_classes
                     .iter()
-                    .filter_map(|&c| loads.best(c, holds))
-                    .min(),
-                (true, Some(slack)) => {
+                    .filter_map(|&c| loads.best(c, held))
+                    .min_by_key(|&p| loads.key(p)),
+                Some(slack) => {
                     // Most new tag values first, but only on a member below its target plus
                     // the slack; where every such class is that full, the next fewest values.
                     gains.clear();
@@ -352,31 +462,29 @@ fn fill(
                         .find_map(|&level| {
                             (0..class_tags.len())
                                 .filter(|&c| gains[c] == level)
-                                .filter_map(|c| loads.best(c, holds))
-                                .min()
-                                .filter(|&(_, r)| {
-                                    let r = r as usize;
-                                    loads.standbys[r] < loads.target[r].saturating_add(slack)
+                                .filter_map(|c| loads.best(c, held))
+                                .min_by_key(|&p| loads.key(p))
+                                .filter(|&p| {
+                                    let r = loads.first(p);
+                                    loads.standbys(r) < loads.target(r).saturating_add(slack)
                                 })
                         })
                         .or_else(|| {
                             all_classes
                                 .iter()
-                                .filter_map(|&c| loads.best(c, holds))
-                                .min()
+                                .filter_map(|&c| loads.best(c, held))
+                                .min_by_key(|&p| loads.key(p))
                         })
                 }
             };
-            let Some((_, pick)) = best else { break };
-            slots[base + n] = pick;
+            let Some(p) = best else { break };
+            slots[base + n] = loads.take(p);
             n += 1;
-            loads.add(pick);
-            if tagged {
-                coverage.add(g.process[pick as usize]);
-            }
+            holds[p as usize] = t;
+            coverage.add(p);
         }
     }
-    loads.standbys
+    loads.into_standbys()
 }
 
 /// Evens out actives plus standbys among the members of each process: while one member of a
@@ -895,6 +1003,10 @@ fn targets(
 /// Processes grouped by their rack-aware tag values (one class without tags): per process its
 /// class, per class its values.
 fn classes(g: &Group) -> (Vec<u32>, Vec<Vec<Option<u32>>>) {
+    if g.tag_values.is_empty() {
+        // No tags: every process has the empty tag list, one class.
+        return (vec![0; g.process_count], vec![Vec::new()]);
+    }
     let mut ids: BTreeMap<&[Option<u32>], u32> = BTreeMap::new();
     let class_of = g
         .tags
