@@ -237,8 +237,8 @@
 //! - `group`: the input indexed into dense integers, with each task's ranked warm members.
 //! - `active`: targets, keep, release, warm state and dealing for active tasks.
 //! - `standby`: targets, keep, fill and repair for standby tasks, with tag coverage.
-//! - `queue`: member loads in per-process heaps, processes in per-class arrays sorted by
-//!   tightness: what the standby fill draws from.
+//! - `queue`: member loads in per-process heaps, each tag class's processes a stretch of one
+//!   array sorted by tightness: what the standby fill draws from.
 
 #![deny(missing_docs)]
 
