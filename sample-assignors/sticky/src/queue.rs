@@ -154,8 +154,9 @@ impl Loads {
             runs += top + 1;
         }
         // A counting sort: per class, how many processes of each tightness, then each run's
-        // start, tightest first; processes placed in index order, as a sort by (tightness
-        // falling, index) would place them.
+        // end, tightest first; processes placed from the back in falling index order, which
+        // leaves them in index order, as a sort by (tightness falling, index) would, and each
+        // run's end moved back to its start (no second array of places).
         let mut run = vec![0u32; runs as usize];
         for (p, &c) in procs.iter_mut().zip(class_of) {
             p.runs = classes[c as usize].runs;
@@ -168,18 +169,16 @@ impl Loads {
                 .saturating_sub(1);
             let mut next = class.start;
             for k in (class.runs..=top).rev() {
-                let count = run[k as usize];
+                next += run[k as usize];
                 run[k as usize] = next;
-                next += count;
             }
         }
-        let mut place = run.clone();
         let mut order = vec![0u32; procs.len()];
-        for (i, p) in (0u32..).zip(&mut procs) {
-            let slot = &mut place[(p.runs + tightness(p, p.blocked)) as usize];
+        for (i, p) in procs.iter_mut().enumerate().rev() {
+            let slot = &mut run[(p.runs + tightness(p, p.blocked)) as usize];
+            *slot -= 1;
             p.at = *slot;
-            order[*slot as usize] = i;
-            *slot += 1;
+            order[*slot as usize] = i as u32;
         }
         Self {
             members,

@@ -946,8 +946,9 @@ fn targets(
         .map(|r| u64::from(!(active[r] + prev_standbys[r])) << 32 | r as u64)
         .collect();
     keys.sort_unstable();
-    let order: Vec<u32> = keys.into_iter().map(|k| k as u32).collect();
-    for &r in &order {
+    // A key's low half is its rank: the order is read off the keys, not copied out.
+    let order = || keys.iter().map(|&k| k as u32);
+    for r in order() {
         let (a, p) = (active[r as usize], g.process[r as usize] as usize);
         if let Some(extra) = &mut extras[p] {
             target[r as usize] = (level - 1).saturating_sub(a);
@@ -962,12 +963,7 @@ fn targets(
     let mut members: Vec<u32> = Vec::new();
     for p in (0..cap.len()).filter(|&p| extras[p].is_none()) {
         members.clear();
-        members.extend(
-            order
-                .iter()
-                .copied()
-                .filter(|&r| g.process[r as usize] as usize == p),
-        );
+        members.extend(order().filter(|&r| g.process[r as usize] as usize == p));
         let room = |level: u32| -> u64 {
             members
                 .iter()
