@@ -91,20 +91,19 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
         let Kept {
             mut slots,
             standbys,
+            cold,
             open,
             blocked,
-        } = keep(
-            g,
-            owner,
-            per_task,
-            &stateful,
-            &stateful_on,
-            &previous,
-            &target,
-            slack,
-        );
+        } = keep(g, owner, per_task, &stateful, &previous, &target, slack);
+        // A cold start leaves every stateful task open, blocked where it is active: the
+        // lists the pass already has, not copies.
+        let (open, blocked) = if cold {
+            (&stateful[..], &stateful_on[..])
+        } else {
+            (&open[..], &blocked[..])
+        };
         let mut filled = fill(
-            g, owner, per_task, &open, &blocked, &active, &target, &mut slots, &standbys, slack,
+            g, owner, per_task, open, blocked, &active, &target, &mut slots, &standbys, slack,
         );
         if g.tag_values.is_empty() && filled != target {
             repair(
@@ -143,17 +142,7 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
             continue;
         }
         let target = targets(g, &active, &cap, total, previous.standbys);
-        let kept = keep(
-            g,
-            owner,
-            per_task,
-            &stateful,
-            &stateful_on,
-            &previous,
-            &target,
-            slack,
-        )
-        .slots;
+        let kept = keep(g, owner, per_task, &stateful, &previous, &target, slack).slots;
         // Slots of one task name distinct members, so equal sets are equal counts plus
         // containment.
         let settled = slots
@@ -196,6 +185,9 @@ struct Kept {
     slots: Vec<u32>,
     /// Members, by rank: the standbys they kept.
     standbys: Vec<u32>,
+    /// A cold start: nothing kept, every stateful task open, each blocked only where it is
+    /// active (`open` and `blocked` are left empty).
+    cold: bool,
     /// The stateful tasks with an empty slot left, in order: all the fill has to visit.
     open: Vec<u32>,
     /// Per process: the open tasks it cannot take (it runs the active or kept a copy).
@@ -208,14 +200,12 @@ struct Kept {
 /// unless every tag already shows every value. With rack-aware tags and a `slack`, each while
 /// below its target plus the slack, in candidate order whatever its tag values: diversity is
 /// then [`improve`]'s, which leaves nothing to improve, so an output keeps all of itself.
-/// `active_on`: per process, the stateful tasks active there.
 #[allow(clippy::too_many_arguments)]
 fn keep(
     g: &Group,
     owner: &[u32],
     per_task: usize,
     stateful: &[u32],
-    active_on: &[u32],
     previous: &Previous<'_>,
     target: &[u32],
     slack: Option<u32>,
@@ -223,14 +213,14 @@ fn keep(
     let mut kept = Kept {
         slots: vec![NONE; g.tasks() * per_task],
         standbys: Vec::new(),
+        cold: false,
         open: Vec::new(),
         blocked: Vec::new(),
     };
     // A cold start: nothing to keep.
     if previous.candidates.is_empty() && previous.owner.iter().all(|&o| o == NONE) {
         kept.standbys = vec![0; g.members()];
-        kept.open = stateful.to_vec();
-        kept.blocked = active_on.to_vec();
+        kept.cold = true;
         return kept;
     }
     kept.blocked = vec![0; g.process_count];
