@@ -12,14 +12,27 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     let mut owner = g.prev_owner.clone();
     let mut prev = [vec![0u32; m], vec![0u32; m]]; // [stateful, stateless] previous counts
     let mut total = [0u32; 2];
+    // Orphaned stateful tasks some member is caught up on, with the least lag: found in the
+    // same pass (no reported state, no orphan to claim for).
+    let mut orphans: Vec<(u64, u32)> = Vec::new();
+    let find_orphans = !g.candidates.is_empty();
     // Subtopology by subtopology: the kind is looked up once per subtopology, not per task.
     for s in 0..g.subtopology_start.len() {
         let kind = usize::from(!g.subtopology_stateful[s]);
         let range = g.subtopology_tasks(s);
         total[kind] += range.len() as u32;
-        for &o in &owner[range.start as usize..range.end as usize] {
+        let orphaned = find_orphans && kind == 0;
+        for (t, &o) in range
+            .clone()
+            .zip(&owner[range.start as usize..range.end as usize])
+        {
             if o != NONE {
                 prev[kind][o as usize] += 1;
+            } else if orphaned
+                && let Some(&lag) = g.candidates.lags_of(t).iter().min()
+                && lag <= acceptable_lag
+            {
+                orphans.push((lag, t));
             }
         }
     }
@@ -29,17 +42,6 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // claims its best caught-up holder that could still take it with an extra.
     let floor = total[0] / m as u32;
     let mut claims = vec![0u32; m];
-    // No reported state, no orphan to claim for. Owners first: most tasks have one, and the
-    // kind costs two lookups.
-    let mut orphans: Vec<(u64, u32)> = Vec::new();
-    if !g.candidates.is_empty() {
-        orphans.extend(
-            (0..g.tasks() as u32)
-                .filter(|&t| owner[t as usize] == NONE && g.is_stateful(t))
-                .filter_map(|t| g.candidates.lags_of(t).iter().min().map(|&lag| (lag, t)))
-                .filter(|&(lag, _)| lag <= acceptable_lag),
-        );
-    }
     orphans.sort_unstable();
     for &(_, t) in &orphans {
         // The first of the least lag among those that could take it.
@@ -554,8 +556,20 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
     let mut start: Vec<u32> = Vec::new();
     let mut tasks: Vec<u32> = Vec::new();
     let mut holders: Vec<(u64, u32)> = Vec::new();
-    for t in 0..g.tasks() as u32 {
-        if owner[t as usize] != NONE || !g.is_stateful(t) || g.candidates.of(t).is_empty() {
+    // Over the stateful subtopologies' owners as slices: no lookup of the kind and no bounds
+    // check per task.
+    let unowned = (0..g.subtopology_start.len())
+        .filter(|&s| g.subtopology_stateful[s])
+        .flat_map(|s| {
+            let range = g.subtopology_tasks(s);
+            range
+                .clone()
+                .zip(&owner[range.start as usize..range.end as usize])
+                .filter(|&(_, &o)| o == NONE)
+                .map(|(t, _)| t)
+        });
+    for t in unowned {
+        if g.candidates.of(t).is_empty() {
             continue;
         }
         // A holder without room neither takes a task nor (having taken none) passes one on.
