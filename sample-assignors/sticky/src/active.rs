@@ -47,14 +47,12 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         // The first of the least lag among those that could take it.
         let best = g
             .candidates
-            .of(t)
-            .iter()
-            .zip(g.candidates.lags_of(t))
-            .filter(|&(&r, &lag)| {
+            .with_lags(t)
+            .filter(|&(r, lag)| {
                 lag <= acceptable_lag && prev[0][r as usize] + claims[r as usize] <= floor
             })
-            .min_by_key(|&(_, &lag)| lag);
-        if let Some((&r, _)) = best {
+            .min_by_key(|&(_, lag)| lag);
+        if let Some((r, _)) = best {
             claims[r as usize] += 1;
         }
     }
@@ -89,10 +87,8 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     let caught_up = |r: u32, t: u32| {
         let p = g.process[r as usize];
         g.candidates
-            .of(t)
-            .iter()
-            .zip(g.candidates.lags_of(t))
-            .any(|(&c, &lag)| lag <= acceptable_lag && g.process[c as usize] == p)
+            .with_lags(t)
+            .any(|(c, lag)| lag <= acceptable_lag && g.process[c as usize] == p)
     };
     // Every task this pass looks at is stateful: it starts from `moved_tasks`.
     let moved = |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize];
@@ -147,11 +143,9 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     // The members a task's search looks at: those on a process with a caught-up holder.
     let partners = |t: u32| {
         g.candidates
-            .of(t)
-            .iter()
-            .zip(g.candidates.lags_of(t))
-            .filter(|&(_, &lag)| lag <= acceptable_lag)
-            .flat_map(|(&c, _)| g.members_of(g.process[c as usize]).iter().copied())
+            .with_lags(t)
+            .filter(|&(_, lag)| lag <= acceptable_lag)
+            .flat_map(|(c, _)| g.members_of(g.process[c as usize]).iter().copied())
     };
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
@@ -569,18 +563,13 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
                 .map(|(t, _)| t)
         });
     for t in unowned {
-        if g.candidates.of(t).is_empty() {
-            continue;
-        }
         // A holder without room neither takes a task nor (having taken none) passes one on.
         let from = holders.len();
         holders.extend(
             g.candidates
-                .lags_of(t)
-                .iter()
-                .copied()
-                .zip(g.candidates.of(t).iter().copied())
-                .filter(|&(_, r)| deficit[r as usize] > 0),
+                .with_lags(t)
+                .filter(|&(r, _)| deficit[r as usize] > 0)
+                .map(|(r, lag)| (lag, r)),
         );
         if holders.len() == from {
             continue;

@@ -342,6 +342,12 @@ impl Candidates {
     pub fn lags_of(&self, t: u32) -> &[u64] {
         &self.lags[self.range(t)]
     }
+
+    /// [`Candidates::of`]`(t)` with their lags, in one lookup.
+    pub fn with_lags(&self, t: u32) -> impl Iterator<Item = (u32, u64)> + use<'_> {
+        let range = self.range(t);
+        (self.members[range.clone()].iter().copied()).zip(self.lags[range].iter().copied())
+    }
 }
 
 /// Per process, its value id for each rack-aware tag; per tag, how many distinct values there
