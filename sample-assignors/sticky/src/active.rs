@@ -238,6 +238,8 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
     let gains: [Vec<bool>; 2] = [0, 1].map(|k| prev[k].iter().map(|&p| p > q[k]).collect());
     // Preference for an extra: gains first, then (stateful, among the others) the most warm
     // state to take over, then the most held, then rank.
+    // The counting sort's buckets, one allocation for both kinds.
+    let mut start: Vec<u32> = Vec::new();
     let order: [Vec<u32>; 2] = [0, 1].map(|k| {
         // A stable counting sort of the members in rank order by (class, most held first):
         // no count exceeds the tasks of the kind, so the buckets are bounded by the input, and
@@ -255,7 +257,8 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
             };
             class * width + most - prev[k][r] as usize
         };
-        let mut start = vec![0u32; 3 * width + 1];
+        start.clear();
+        start.resize(3 * width + 1, 0);
         for r in 0..m {
             start[bucket(r) + 1] += 1;
         }
