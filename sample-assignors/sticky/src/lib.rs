@@ -223,8 +223,8 @@
 //! repair chain (none on the benchmark groups; a few where keeps get in the way; with tags
 //! and a slack, a chain limited to moves that keep tag values may try every process for each
 //! standby, `O(T·R·P)`, and each improve pass is `O(T·R·(R + C))` plus `O(log P)` per move,
-//! repeated while a pass moves something). Without
-//! tags that is `O(T·R² + E log k + F log F + T log S + M·S)` — near `O(T log T)`; dealing looks round
+//! repeated while a pass moves something). Without tags that is
+//! `O(T·R² + E log k + F log F + T log S + M·S)` — near `O(T log T)`; dealing looks round
 //! the ring only as far as the first member as good as the best it has, usually a few
 //! members, the whole ring (`O(M)`) for a few hundred tasks of a cold 1000-member start. Warm state sorts its `W` (task,
 //! holder) pairs, `O(W log W)`, and searches `O(W)` per task left without a caught-up owner
