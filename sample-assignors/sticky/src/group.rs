@@ -193,8 +193,10 @@ impl Group {
                 }
             }
         }
-        // Members come in rank order, so a stable bucketing by task sorts by (task, rank).
-        let offsets = by_task(offsets, task_ids.len(), |o| o.0).1;
+        // Members come in rank order, so a stable sort by task sorts by (task, rank). A sort of
+        // the few reported offsets (a run per member, merged) costs less than bucketing them
+        // over every task.
+        offsets.sort_by_key(|o| o.0);
         let candidates = Candidates::new(candidates, task_ids.len());
 
         let (tags, tag_values) = tag_values(group, &input_index, &process, process_count);
@@ -282,26 +284,31 @@ impl Candidates {
         // Grouped by task as a stable counting sort of indices (moving 4-byte indices rather
         // than the candidates themselves), filled from the back so that each task's count
         // ends at its first index; then each task's few sorted into Kafka's order (the
-        // candidates of a task are distinct, so the order is total).
+        // candidates of a task are distinct, so the order is total). The counting notes the
+        // tasks with more than one, so the sorting visits those alone.
         let mut start = vec![0u32; tasks + 1];
+        let mut several = Vec::new();
         for c in &candidates {
-            start[c.0 as usize] += 1;
+            let n = &mut start[c.0 as usize];
+            *n += 1;
+            if *n == 2 {
+                several.push(c.0 as usize);
+            }
         }
-        for d in 1..tasks {
-            start[d] += start[d - 1];
+        let mut sum = 0;
+        for n in &mut start {
+            sum += *n;
+            *n = sum;
         }
-        start[tasks] = candidates.len() as u32;
         let mut order = vec![0u32; candidates.len()];
         for (i, c) in (0..candidates.len() as u32).zip(&candidates).rev() {
             let at = &mut start[c.0 as usize];
             *at -= 1;
             order[*at as usize] = i;
         }
-        for w in start.windows(2) {
-            if w[1] - w[0] > 1 {
-                order[w[0] as usize..w[1] as usize]
-                    .sort_unstable_by_key(|&i| candidates[i as usize]);
-            }
+        for &d in &several {
+            order[start[d] as usize..start[d + 1] as usize]
+                .sort_unstable_by_key(|&i| candidates[i as usize]);
         }
         let members = order.iter().map(|&i| candidates[i as usize].3).collect();
         let lags = order.iter().map(|&i| candidates[i as usize].4).collect();
@@ -317,45 +324,30 @@ impl Candidates {
         self.members.is_empty()
     }
 
+    /// The range of dense task `t`'s candidates in `members` and `lags` (empty when no task
+    /// has any: then `start` is too, and one bounds check covers both cases).
+    fn range(&self, t: u32) -> std::ops::Range<usize> {
+        match self.start.get(t as usize..t as usize + 2) {
+            Some(&[from, to]) => from as usize..to as usize,
+            _ => 0..0,
+        }
+    }
+
     /// The candidates for dense task `t`, best first.
     pub fn of(&self, t: u32) -> &[u32] {
-        if self.members.is_empty() {
-            return &[];
-        }
-        &self.members[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
+        &self.members[self.range(t)]
     }
 
     /// The lags of [`Candidates::of`]`(t)`, in the same order.
     pub fn lags_of(&self, t: u32) -> &[u64] {
-        if self.members.is_empty() {
-            return &[];
-        }
-        &self.lags[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
+        &self.lags[self.range(t)]
     }
-}
 
-/// `items` grouped by dense task in O(n) (a stable counting sort: items of one task keep their
-/// order), with each task's first index (none when there are no items: a cold start); `task`
-/// must be below `tasks`.
-fn by_task<T: Copy>(items: Vec<T>, tasks: usize, task: impl Fn(&T) -> u32) -> (Vec<u32>, Vec<T>) {
-    if items.is_empty() {
-        return (Vec::new(), items);
+    /// [`Candidates::of`]`(t)` with their lags, in one lookup.
+    pub fn with_lags(&self, t: u32) -> impl Iterator<Item = (u32, u64)> + use<'_> {
+        let range = self.range(t);
+        (self.members[range.clone()].iter().copied()).zip(self.lags[range].iter().copied())
     }
-    let mut start = vec![0u32; tasks + 1];
-    for item in &items {
-        start[task(item) as usize + 1] += 1;
-    }
-    for d in 0..tasks {
-        start[d + 1] += start[d];
-    }
-    let mut next = start.clone();
-    let mut sorted = items.clone();
-    for item in items {
-        let at = &mut next[task(&item) as usize];
-        sorted[*at as usize] = item;
-        *at += 1;
-    }
-    (start, sorted)
 }
 
 /// Per process, its value id for each rack-aware tag; per tag, how many distinct values there

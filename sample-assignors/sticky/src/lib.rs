@@ -211,9 +211,10 @@
 //! # Complexity
 //!
 //! With `T` tasks, `M` members, `P` processes, `R` standbys per task and `C` tag classes
-//! (distinct combinations of tag values; 1 without tags): indexing sorts members and buckets
-//! the current standby candidates and offsets by task (each task's few candidates sorted),
-//! `O(M log M + E log k)` for `E` reported task entries, at most `k` per task; actives
+//! (distinct combinations of tag values; 1 without tags): indexing sorts members, buckets
+//! the current standby candidates by task (each task's few candidates sorted) and sorts the
+//! `F` reported offsets (merging each member's sorted run), `O(M log M + E log k + F log F)`
+//! for `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
 //! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps of `O(1)`
@@ -222,8 +223,8 @@
 //! repair chain (none on the benchmark groups; a few where keeps get in the way; with tags
 //! and a slack, a chain limited to moves that keep tag values may try every process for each
 //! standby, `O(T·R·P)`, and each improve pass is `O(T·R·(R + C))` plus `O(log P)` per move,
-//! repeated while a pass moves something). Without
-//! tags that is `O(T·R² + E log k + T log S + M·S)` — near `O(T log T)`; dealing looks round
+//! repeated while a pass moves something). Without tags that is
+//! `O(T·R² + E log k + F log F + T log S + M·S)` — near `O(T log T)`; dealing looks round
 //! the ring only as far as the first member as good as the best it has, usually a few
 //! members, the whole ring (`O(M)`) for a few hundred tasks of a cold 1000-member start. Warm state sorts its `W` (task,
 //! holder) pairs, `O(W log W)`, and searches `O(W)` per task left without a caught-up owner
