@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use assignor_sdk::TaskSet;
+use assignor_sdk::{TaskId, TaskSet};
 use common::*;
 
 /// With as many tasks as members, every member gets exactly one active.
@@ -176,4 +176,28 @@ fn hundred_tasks_over_five_processes_with_two_replicas() {
     let a = assign(&group(members_on(&[1, 1, 1, 1, 1]), 2), &topology);
     assert_eq!(actives(&a), [20; 5]);
     assert_eq!(totals(&a), [60; 5]);
+}
+
+/// One member holding every task of both kinds (the most any member can hold, which sizes the
+/// active targets' counting sort) keeps exactly its share, and the newcomers take the rest:
+/// balanced, movement minimal, a fixed point.
+#[test]
+fn one_member_holding_everything_hands_out_only_the_excess() {
+    let topology = topology(&[(40, true), (21, false), (30, true)]);
+    let all: Vec<TaskId> = topology
+        .subtopologies
+        .iter()
+        .zip(0..)
+        .flat_map(|(s, i)| (0..s.max_num_input_partitions).map(move |p| t(i, p)))
+        .collect();
+    let mut members = vec![holding("a", "p1", &all, &[])];
+    members.extend((1..7).map(|i| member(&format!("m{i}"), &format!("p{}", i + 1))));
+    let group = group(members, 1);
+    let a = assign(&group, &topology);
+    check(&group, &topology, &a);
+    // 70 stateful and 21 stateless over 7 members: 10 and 3 each.
+    assert_eq!(actives(&a), [13; 7]);
+    assert_eq!(moved(&group, &a), min_moves(&group, &topology));
+    assert_eq!(moved(&group, &a), 91 - 13);
+    assert_fixed_point(&group, &topology, &a);
 }
