@@ -231,12 +231,7 @@ impl Loads {
         let member = &mut self.members[r as usize];
         let had_room = member.standbys < member.target;
         member.standbys += 1;
-        let room = if member.standbys < member.target {
-            0
-        } else {
-            NO_ROOM
-        };
-        let key = (top + ONE_MORE) | room;
+        let key = (top + ONE_MORE) | member.room();
         // The key only grew: sift it down from the top. Most processes run one or two
         // members, which need no loop.
         match heap {
@@ -352,12 +347,16 @@ fn sift_down(heap: &mut [Key], key: Key) {
 impl Member {
     /// The member's key with `load` tasks, as rank `r`.
     fn key(self, load: u32, r: u32) -> Key {
-        let room = if self.standbys < self.target {
+        self.room() | Key::from(load) << 32 | Key::from(r)
+    }
+
+    /// The room part of the member's key: 0 while below its target, else [`NO_ROOM`].
+    fn room(self) -> Key {
+        if self.standbys < self.target {
             0
         } else {
             NO_ROOM
-        };
-        room | Key::from(load) << 32 | Key::from(r)
+        }
     }
 }
 
