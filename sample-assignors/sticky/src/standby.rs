@@ -372,28 +372,23 @@ fn fill(
 ) -> Vec<u32> {
     let tagged = !g.tag_values.is_empty();
     let (class_of, class_tags) = classes(g);
+    // The queue marks each process with the last task it was passed or taken for, so that
+    // whether a process holds the task being filled is one look-up whatever the number of
+    // replicas.
     let mut loads = Loads::new(active, standbys, target, &g.process, &class_of, blocked);
-    // Per process: the last task found on it, so that whether a process holds the task being
-    // filled is one look-up whatever the number of replicas.
-    let mut holds = vec![NONE; g.process_count];
     if !tagged {
         for &t in open {
             let slot = &mut slots[t as usize * per_task..][..per_task];
-            let active_process = g.process[owner[t as usize] as usize];
-            loads.pass(active_process);
-            holds[active_process as usize] = t;
+            loads.pass(g.process[owner[t as usize] as usize], t);
             let n = slot.iter().take_while(|&&s| s != NONE).count();
             for &s in &slot[..n] {
-                let p = g.process[s as usize];
-                loads.pass(p);
-                holds[p as usize] = t;
+                loads.pass(g.process[s as usize], t);
             }
             for s in &mut slot[n..] {
-                let Some(p) = loads.best(0, |p| holds[p as usize] == t) else {
+                let Some(p) = loads.best(0, t) else {
                     break;
                 };
-                *s = loads.take(p);
-                holds[p as usize] = t;
+                *s = loads.take(p, t);
             }
         }
         return loads.into_standbys();
@@ -409,13 +404,11 @@ fn fill(
             .take_while(|&&s| s != NONE)
             .count();
         let active_process = g.process[owner[t as usize] as usize];
-        loads.pass(active_process);
-        holds[active_process as usize] = t;
+        loads.pass(active_process, t);
         coverage.reset(active_process);
         for &s in &slots[base..base + n] {
             let p = g.process[s as usize];
-            loads.pass(p);
-            holds[p as usize] = t;
+            loads.pass(p, t);
             coverage.add(p);
         }
         while n < per_task {
@@ -433,11 +426,10 @@ fn fill(
             } else {
                 &all_classes
             };
-            let held = |p: u32| holds[p as usize] == t;
             let best = match slack {
                 None => try_classes
                     .iter()
-                    .filter_map(|&c| loads.best(c, held))
+                    .filter_map(|&c| loads.best(c, t))
                     .min_by_key(|&p| loads.key(p)),
                 Some(slack) => {
                     // Most new tag values first, but only on a member below its target plus
@@ -452,7 +444,7 @@ fn fill(
                         .find_map(|&level| {
                             (0..class_tags.len())
                                 .filter(|&c| gains[c] == level)
-                                .filter_map(|c| loads.best(c, held))
+                                .filter_map(|c| loads.best(c, t))
                                 .min_by_key(|&p| loads.key(p))
                                 .filter(|&p| {
                                     let r = loads.first(p);
@@ -462,15 +454,14 @@ fn fill(
                         .or_else(|| {
                             all_classes
                                 .iter()
-                                .filter_map(|&c| loads.best(c, held))
+                                .filter_map(|&c| loads.best(c, t))
                                 .min_by_key(|&p| loads.key(p))
                         })
                 }
             };
             let Some(p) = best else { break };
-            slots[base + n] = loads.take(p);
+            slots[base + n] = loads.take(p, t);
             n += 1;
-            holds[p as usize] = t;
             coverage.add(p);
         }
     }
