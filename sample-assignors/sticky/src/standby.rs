@@ -378,13 +378,14 @@ fn fill(
     let mut loads = Loads::new(active, standbys, target, &g.process, &class_of, blocked);
     if !tagged {
         for &t in open {
-            let slot = &mut slots[t as usize * per_task..][..per_task];
             loads.pass(g.process[owner[t as usize] as usize], t);
-            let n = slot.iter().take_while(|&&s| s != NONE).count();
-            for &s in &slot[..n] {
-                loads.pass(g.process[s as usize], t);
-            }
-            for s in &mut slot[n..] {
+            // Kept standbys come first, so every process holding the task is passed before
+            // the first empty slot is filled.
+            for s in &mut slots[t as usize * per_task..][..per_task] {
+                if *s != NONE {
+                    loads.pass(g.process[*s as usize], t);
+                    continue;
+                }
                 let Some(p) = loads.best(0, t) else {
                     break;
                 };
