@@ -213,7 +213,12 @@ impl Loads {
 
     /// Process `p`'s tightness fell by one: it swaps with the last of its run and joins the
     /// next lower run. Out of room, it keeps falling to the bottom run.
-    #[inline]
+    ///
+    /// Always inlined, and so is [`Loads::pass`]: left to the compiler, `pass` called it out
+    /// of line for every task the fill visits, paying the call and the queue's fields reloaded
+    /// around it (inlined: 1.3 % fewer instructions, 1.4 % less fuel, on a cold 1000-member
+    /// call; `take` is better left to the compiler, which now calls it out of line).
+    #[inline(always)]
     fn lower(&mut self, p: u32) {
         let Process {
             room,
@@ -271,7 +276,7 @@ impl Loads {
 
     /// Task `t`, which process `p` could not take (it runs the task or holds a copy), is being
     /// filled: one fewer blocked task, and [`Loads::best`] passes over `p` for `t`.
-    #[inline]
+    #[inline(always)]
     pub fn pass(&mut self, p: u32, t: u32) {
         let process = &mut self.procs[p as usize];
         process.blocked -= 1;
