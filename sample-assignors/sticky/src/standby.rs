@@ -245,11 +245,8 @@ fn keep_within(
     limit: u32,
     kept: &mut Kept,
 ) {
-    // Each member's room below its bound, worked out once rather than per candidate; and per
-    // process the last task it was found holding, so that testing a candidate's process is
-    // one look-up whatever the number of replicas.
+    // Each member's room below its bound, worked out once rather than per candidate.
     let mut left: Vec<u32> = target.iter().map(|&t| t.saturating_add(limit)).collect();
-    let mut holds = vec![NONE; g.process_count];
     // A stateful subtopology at a time, its tasks' slots, owners and previous owners walked
     // side by side (stateful tasks are these ranges in order).
     for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
@@ -259,16 +256,19 @@ fn keep_within(
         let owners = owner[a..b].iter().zip(&previous.owner[a..b]);
         for ((t, slot), (&o, &prev)) in tasks.zip(slots).zip(owners) {
             let active_process = g.process[o as usize];
-            holds[active_process as usize] = t;
             let mut n = 0;
             // Candidates in order, in one pass: one passed over stays ineligible (its room and
-            // the task's holders only shrink and grow).
+            // the task's holders only shrink and grow). The task's holders are its active's
+            // process and its kept copies' (fewer than `per_task`): compared directly, which
+            // with one replica is a single comparison, no per-process marks to write.
             let mut consider = |c: u32| {
-                let p = g.process[c as usize] as usize;
+                let p = g.process[c as usize];
                 let room = &mut left[c as usize];
-                if *room > 0 && holds[p] != t {
+                if *room > 0
+                    && p != active_process
+                    && slot[..n].iter().all(|&s| g.process[s as usize] != p)
+                {
                     *room -= 1;
-                    holds[p] = t;
                     slot[n] = c;
                     n += 1;
                 }
