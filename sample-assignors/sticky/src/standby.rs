@@ -50,24 +50,28 @@ pub(crate) fn assign(g: &Group, owner: &[u32], replicas: u32, slack: Option<u32>
     }
     // Per member its actives, per process its stateful actives, and the stateful tasks: one
     // walk over the owners, a subtopology at a time (the stateful tasks extended a range at a
-    // time: collecting a flattened iterator pays a check per task).
+    // time: collecting a flattened iterator pays a check per task), counting each task once
+    // for its owner by kind; the processes' counts are then summed per member, not per task.
     let mut stateful: Vec<u32> = Vec::with_capacity(g.tasks());
     let mut active = vec![0u32; g.members()];
-    let mut stateful_on = vec![0u32; g.process_count];
+    let mut stateful_active = vec![0u32; g.members()];
     for s in 0..g.subtopology_start.len() {
         let tasks = g.subtopology_tasks(s);
         let owners = &owner[tasks.start as usize..tasks.end as usize];
-        if g.subtopology_stateful[s] {
-            for &o in owners {
-                active[o as usize] += 1;
-                stateful_on[g.process[o as usize] as usize] += 1;
-            }
+        let counts = if g.subtopology_stateful[s] {
             stateful.extend(tasks);
+            &mut stateful_active
         } else {
-            for &o in owners {
-                active[o as usize] += 1;
-            }
+            &mut active
+        };
+        for &o in owners {
+            counts[o as usize] += 1;
         }
+    }
+    let mut stateful_on = vec![0u32; g.process_count];
+    for ((a, &n), &p) in active.iter_mut().zip(&stateful_active).zip(&g.process) {
+        *a += n;
+        stateful_on[p as usize] += n;
     }
     let total = stateful.len() * per_task;
     // Per process: the most standbys it can hold, one of every stateful task not active there.
