@@ -855,6 +855,14 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 && g.subtopology_tasks(s).any(|t| owner[t as usize] == NONE)
         })
         .collect();
+    // Whether any of their tasks has an owner already: when none has (a cold start), no
+    // owner needs counting.
+    let owned = dealt.iter().any(|&s| {
+        let range = g.subtopology_tasks(s);
+        owner[range.start as usize..range.end as usize]
+            .iter()
+            .any(|&o| o != NONE)
+    });
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
     // A seat's room to spare is its deficit minus the floors of the subtopologies still to
     // deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
@@ -862,16 +870,18 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     // the subtopology whose tasks it holds are being counted, and how many so far (stamped
     // with the subtopology, so no second pass resets it).
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
-    for &s in &dealt {
-        let f = floor(s);
-        for t in g.subtopology_tasks(s) {
-            if let Some(k) = seat(owner[t as usize]) {
-                let h = &mut held[k as usize];
-                if h.0 != s {
-                    *h = (s, 0);
+    if owned {
+        for &s in &dealt {
+            let f = floor(s);
+            for t in g.subtopology_tasks(s) {
+                if let Some(k) = seat(owner[t as usize]) {
+                    let h = &mut held[k as usize];
+                    if h.0 != s {
+                        *h = (s, 0);
+                    }
+                    h.1 += 1;
+                    seats[k as usize].spare += u32::from(h.1 <= f);
                 }
-                h.1 += 1;
-                seats[k as usize].spare += u32::from(h.1 <= f);
             }
         }
     }
@@ -886,12 +896,14 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     for &s in &dealt {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
-        for t in range.clone() {
-            if let Some(k) = seat(owner[t as usize]) {
-                let seat = &mut seats[k as usize];
-                seat.count += 1;
-                if seat.count <= floor {
-                    seat.spare -= 1;
+        if owned {
+            for t in range.clone() {
+                if let Some(k) = seat(owner[t as usize]) {
+                    let seat = &mut seats[k as usize];
+                    seat.count += 1;
+                    if seat.count <= floor {
+                        seat.spare -= 1;
+                    }
                 }
             }
         }

@@ -150,9 +150,10 @@ impl Group {
         let mut prev_standbys = vec![0u32; members.len()];
         // (task, previous standby first, highest offset first, rank): Kafka's candidate order.
         let reported = |f: fn(&Member) -> usize| members.iter().map(f).sum();
-        let mut candidates: Vec<Candidate> = Vec::with_capacity(reported(|m| {
-            m.standby_tasks.len() + m.warmup_tasks.len() + m.task_offsets.len()
-        }));
+        let mut candidates = Counted::new(
+            reported(|m| m.standby_tasks.len() + m.warmup_tasks.len() + m.task_offsets.len()),
+            task_ids.len(),
+        );
         let mut offsets = Vec::with_capacity(reported(|m| m.task_offsets.len()));
         for (rank, &i) in (0u32..).zip(&input_index) {
             let m = &members[i];
@@ -197,7 +198,7 @@ impl Group {
         // the few reported offsets (a run per member, merged) costs less than bucketing them
         // over every task.
         offsets.sort_by_key(|o| o.0);
-        let candidates = Candidates::new(candidates, task_ids.len());
+        let candidates = Candidates::index(candidates);
 
         let (tags, tag_values) = tag_values(group, &input_index, &process, process_count);
         Self {
@@ -263,6 +264,50 @@ impl Group {
 /// lag), ordered the way Kafka ranks them (the lag rides along: ranks are unique per task).
 pub(crate) type Candidate = (u32, bool, Reverse<i64>, u32, u64);
 
+/// Candidates as they are collected, counted per task on the way in (so indexing them needs
+/// no counting pass over them), noting the tasks that get more than one.
+struct Counted {
+    all: Vec<Candidate>,
+    start: Vec<u32>,
+    several: Vec<usize>,
+}
+
+impl Counted {
+    /// Room for `capacity` candidates of `tasks` dense tasks.
+    fn new(capacity: usize, tasks: usize) -> Self {
+        Self {
+            all: Vec::with_capacity(capacity),
+            start: counts(capacity, tasks),
+            several: Vec::new(),
+        }
+    }
+
+    /// Adds `c`, counting it.
+    fn push(&mut self, c: Candidate) {
+        self.count(c.0);
+        self.all.push(c);
+    }
+
+    /// Counts one more candidate for dense task `t`.
+    fn count(&mut self, t: u32) {
+        let n = &mut self.start[t as usize];
+        *n += 1;
+        if *n == 2 {
+            self.several.push(t as usize);
+        }
+    }
+}
+
+/// A count per task and one more for the prefix sums to end on, for up to `candidates`
+/// candidates of `tasks` dense tasks; none when there are none to count (most cold starts).
+fn counts(candidates: usize, tasks: usize) -> Vec<u32> {
+    if candidates > 0 {
+        vec![0; tasks + 1]
+    } else {
+        Vec::new()
+    }
+}
+
 /// Per stateful task, the members with local state for it, best first: current standbys and
 /// warm-ups, then members that only report offsets; within each, highest offset first.
 pub(crate) struct Candidates {
@@ -274,6 +319,25 @@ pub(crate) struct Candidates {
 impl Candidates {
     /// Indexes `candidates` for `tasks` dense tasks.
     pub fn new(candidates: Vec<Candidate>, tasks: usize) -> Self {
+        let mut counted = Counted {
+            all: Vec::new(),
+            start: counts(candidates.len(), tasks),
+            several: Vec::new(),
+        };
+        for c in &candidates {
+            counted.count(c.0);
+        }
+        counted.all = candidates;
+        Self::index(counted)
+    }
+
+    /// Indexes candidates counted per task as they were collected.
+    fn index(counted: Counted) -> Self {
+        let Counted {
+            all: candidates,
+            mut start,
+            several,
+        } = counted;
         if candidates.is_empty() {
             return Self {
                 start: Vec::new(),
@@ -281,37 +345,40 @@ impl Candidates {
                 lags: Vec::new(),
             };
         }
-        // Grouped by task as a stable counting sort of indices (moving 4-byte indices rather
-        // than the candidates themselves), filled from the back so that each task's count
-        // ends at its first index; then each task's few sorted into Kafka's order (the
-        // candidates of a task are distinct, so the order is total). The counting notes the
-        // tasks with more than one, so the sorting visits those alone.
-        let mut start = vec![0u32; tasks + 1];
-        let mut several = Vec::new();
-        for c in &candidates {
-            let n = &mut start[c.0 as usize];
-            *n += 1;
-            if *n == 2 {
-                several.push(c.0 as usize);
-            }
-        }
+        // Grouped by task as a stable counting sort, filled from the back so that each task's
+        // count ends at its first index, writing each candidate's member and lag straight to
+        // their place (gathering them afterwards through a permutation cost a second random
+        // read of every candidate). Then each task's few are sorted into Kafka's order (the
+        // candidates of a task are distinct, so the order is total): the tasks with more than
+        // one alone, through the permutation of their indices, kept only when there are any.
         let mut sum = 0;
         for n in &mut start {
             sum += *n;
             *n = sum;
         }
-        let mut order = vec![0u32; candidates.len()];
-        for (i, c) in (0..candidates.len() as u32).zip(&candidates).rev() {
+        let len = candidates.len();
+        let mut members = vec![0u32; len];
+        let mut lags = vec![0u64; len];
+        let sorting = !several.is_empty();
+        let mut order = vec![0u32; if sorting { len } else { 0 }];
+        for (i, c) in (0..len as u32).zip(&candidates).rev() {
             let at = &mut start[c.0 as usize];
             *at -= 1;
-            order[*at as usize] = i;
+            let at = *at as usize;
+            members[at] = c.3;
+            lags[at] = c.4;
+            if sorting {
+                order[at] = i;
+            }
         }
         for &d in &several {
-            order[start[d] as usize..start[d + 1] as usize]
-                .sort_unstable_by_key(|&i| candidates[i as usize]);
+            let range = start[d] as usize..start[d + 1] as usize;
+            order[range.clone()].sort_unstable_by_key(|&i| candidates[i as usize]);
+            for at in range {
+                let c = &candidates[order[at] as usize];
+                (members[at], lags[at]) = (c.3, c.4);
+            }
         }
-        let members = order.iter().map(|&i| candidates[i as usize].3).collect();
-        let lags = order.iter().map(|&i| candidates[i as usize].4).collect();
         Self {
             start,
             members,
