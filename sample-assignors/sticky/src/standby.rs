@@ -915,22 +915,47 @@ fn targets(
     // a process whose cap is reached below `level - 1`.
     let mut extras: Vec<Option<u64>> = Vec::with_capacity(cap.len());
     let mut left = total;
+    // Whether every process can raise all its members below `level` to it.
+    let mut uncapped = true;
     for p in 0..cap.len() {
         let c = u64::from(cap[p]);
         if c <= below[p] {
             extras.push(None);
             left -= c;
+            uncapped = false;
         } else {
             extras.push(Some(c.min(at[p]) - below[p]));
             left -= below[p];
+            uncapped &= c >= at[p];
         }
     }
     // Most tasks now first, then rank: each member's key packed into one integer (the
     // complement of its count above its rank), so an unstable sort of distinct keys is exact
     // and compares no tuples.
-    let mut keys: Vec<u64> = (0..m)
-        .map(|r| u64::from(!(active[r] + prev_standbys[r])) << 32 | r as u64)
-        .collect();
+    let key = |r: usize| u64::from(!(active[r] + prev_standbys[r])) << 32 | r as u64;
+    if uncapped {
+        // No process's cap binds (the usual case), so the `left` extra standbys go to the first
+        // `left` members below `level` in that order, whatever the order of the rest: a
+        // selection among those members, `O(M)`, rather than a sort of all of them, and none
+        // when they already come in that order (as the cold deal leaves them on the benchmark
+        // groups).
+        let mut keys = Vec::with_capacity(m);
+        for (r, (t, &a)) in target.iter_mut().zip(active).enumerate() {
+            *t = (level - 1).saturating_sub(a);
+            if a < level {
+                keys.push(key(r));
+            }
+        }
+        let left = left as usize;
+        if 0 < left && left < keys.len() && !keys.is_sorted() {
+            keys.select_nth_unstable(left);
+        }
+        for &k in &keys[..left] {
+            target[k as u32 as usize] += 1;
+        }
+        return target;
+    }
+    let mut keys: Vec<u64> = (0..m).map(key).collect();
     keys.sort_unstable();
     // A key's low half is its rank: the order is read off the keys, not copied out.
     let order = || keys.iter().map(|&k| k as u32);
