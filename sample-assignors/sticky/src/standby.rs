@@ -251,6 +251,30 @@ fn keep_within(
 ) {
     // Each member's room below its bound, worked out once rather than per candidate.
     let mut left: Vec<u32> = target.iter().map(|&t| t.saturating_add(limit)).collect();
+    // One replica, the usual case, walks its own copy of the loop with the count a constant:
+    // no slot offsets multiplied and no kept copies to compare with.
+    if per_task == 1 {
+        keep_tasks(g, owner, 1, previous, &mut left, kept);
+    } else {
+        keep_tasks(g, owner, per_task, previous, &mut left, kept);
+    }
+    kept.standbys = target
+        .iter()
+        .zip(&left)
+        .map(|(&t, &l)| t.saturating_add(limit) - l)
+        .collect();
+}
+
+/// [`keep_within`]'s walk over the stateful tasks, taking from each member's room `left`.
+#[inline(always)]
+fn keep_tasks(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    previous: &Previous<'_>,
+    left: &mut [u32],
+    kept: &mut Kept,
+) {
     // A stateful subtopology at a time, its tasks' slots, owners and previous owners walked
     // side by side (stateful tasks are these ranges in order).
     for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
@@ -289,11 +313,6 @@ fn keep_within(
             }
         }
     }
-    kept.standbys = target
-        .iter()
-        .zip(&left)
-        .map(|(&t, &l)| t.saturating_add(limit) - l)
-        .collect();
 }
 
 /// [`keep`] with tags and no slack: per task, the candidate adding the most new tag values
