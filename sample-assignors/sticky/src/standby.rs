@@ -400,20 +400,14 @@ fn fill(
     // replicas.
     let mut loads = Loads::new(active, standbys, target, &g.process, &class_of, blocked);
     if !tagged {
-        for &t in open {
-            loads.pass(g.process[owner[t as usize] as usize], t);
-            // Kept standbys come first, so every process holding the task is passed before
-            // the first empty slot is filled.
-            for s in &mut slots[t as usize * per_task..][..per_task] {
-                if *s != NONE {
-                    loads.pass(g.process[*s as usize], t);
-                    continue;
-                }
-                let Some(p) = loads.best(0, t) else {
-                    break;
-                };
-                *s = loads.take(p, t);
-            }
+        // One replica, the usual case, walks its own copy of the loop with the count a
+        // constant: no slot offsets multiplied, no loop over a task's slots. Not in wasm:
+        // there the copy costs fuel (measured: 82 K more on a cold 1000-member call, against
+        // 131 K fewer native instructions).
+        if per_task == 1 && cfg!(not(target_family = "wasm")) {
+            fill_untagged(g, owner, 1, open, slots, &mut loads);
+        } else {
+            fill_untagged(g, owner, per_task, open, slots, &mut loads);
         }
         return loads.into_standbys();
     }
@@ -1024,6 +1018,33 @@ fn targets(
         }
     }
     target
+}
+
+/// [`fill`] without tags: each open task's empty slots from the single class's best process.
+#[inline(always)]
+fn fill_untagged(
+    g: &Group,
+    owner: &[u32],
+    per_task: usize,
+    open: &[u32],
+    slots: &mut [u32],
+    loads: &mut Loads,
+) {
+    for &t in open {
+        loads.pass(g.process[owner[t as usize] as usize], t);
+        // Kept standbys come first, so every process holding the task is passed before the
+        // first empty slot is filled.
+        for s in &mut slots[t as usize * per_task..][..per_task] {
+            if *s != NONE {
+                loads.pass(g.process[*s as usize], t);
+                continue;
+            }
+            let Some(p) = loads.best(0, t) else {
+                break;
+            };
+            *s = loads.take(p, t);
+        }
+    }
 }
 
 /// Processes grouped by their rack-aware tag values (one class without tags): per process its
