@@ -645,8 +645,8 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
         }
         let f = floor(s);
         let mut have = 0i64;
-        for t in g.subtopology_tasks(s) {
-            let o = owner[t as usize];
+        let range = g.subtopology_tasks(s);
+        for &o in &owner[range.start as usize..range.end as usize] {
             if o == NONE {
                 *surplus += 1;
                 continue;
@@ -928,8 +928,9 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
             }
         }
         let mut most = needing.len().saturating_sub(1);
-        for t in range.clone() {
-            if owner[t as usize] != NONE {
+        // Over the subtopology's owners as a slice: no bounds check per task.
+        for o in &mut owner[range.start as usize..range.end as usize] {
+            if *o != NONE {
                 continue;
             }
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
@@ -953,7 +954,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 }
             }
             let seat = &mut seats[pos as usize];
-            owner[t as usize] = seat.member;
+            *o = seat.member;
             below_floor -= u32::from(seat.count + 1 == floor);
             below_fair -= u32::from(seat.count + 1 == fair);
             seat.count += 1;
