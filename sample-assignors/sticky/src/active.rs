@@ -591,20 +591,31 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
     let subtopology = |i: u32| g.task_ids[tasks[i as usize] as usize].subtopology as usize;
     let fair = |s: usize| (g.subtopology_tasks(s).len() as u32).div_ceil(g.members() as u32);
     // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
-    // in a sorted flat list (a map over members × subtopologies could be huge).
-    let mut keys: Vec<(u32, u32)> = (0..tasks.len())
-        .flat_map(|i| {
-            of(i)
-                .iter()
-                .map(move |&(_, r)| (r, subtopology(i as u32) as u32))
-        })
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    // Per member: where its slots start in `keys` (sorted by member), so a lookup scans the
-    // member's few subtopologies instead of searching all the slots (a binary search there
-    // cost 0.25M instructions more on the 1000-member churn input).
+    // in a sorted flat list (a map over members × subtopologies could be huge). Sorted by a
+    // counting sort by holder: the tasks come in dense order, so each holder's subtopologies
+    // arrive in order and its repeats side by side (a comparison sort of the pairs was most
+    // of this placement's sorting). Per member: where its slots start in `keys`, so a lookup
+    // scans the member's few subtopologies instead of searching all the slots (a binary
+    // search there cost 0.25M instructions more on the 1000-member churn input); counted over
+    // every pair to place them, then again over the slots left once repeats are dropped.
     let mut key_start = vec![0u32; g.members() + 1];
+    for &(_, r) in &holders {
+        key_start[r as usize + 1] += 1;
+    }
+    for r in 0..g.members() {
+        key_start[r + 1] += key_start[r];
+    }
+    let mut keys = vec![(0u32, 0u32); holders.len()];
+    for i in 0..tasks.len() {
+        let s = subtopology(i as u32) as u32;
+        for &(_, r) in of(i) {
+            let at = &mut key_start[r as usize];
+            keys[*at as usize] = (r, s);
+            *at += 1;
+        }
+    }
+    keys.dedup();
+    key_start.fill(0);
     for &(r, _) in &keys {
         key_start[r as usize + 1] += 1;
     }
@@ -626,8 +637,20 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
     let mut surplus = vec![0i64; g.subtopology_start.len()];
     let mut count = vec![0u32; keys.len()];
     // The slots by subtopology, to read their counts off `held` as each one is done.
-    let mut by_subtopology: Vec<usize> = (0..keys.len()).collect();
-    by_subtopology.sort_unstable_by_key(|&k| keys[k].1);
+    // A counting sort too: the order among one subtopology's slots does not matter.
+    let mut sub_start = vec![0usize; g.subtopology_start.len() + 1];
+    for &(_, s) in &keys {
+        sub_start[s as usize + 1] += 1;
+    }
+    for s in 0..g.subtopology_start.len() {
+        sub_start[s + 1] += sub_start[s];
+    }
+    let mut by_subtopology = vec![0usize; keys.len()];
+    for (k, &(_, s)) in keys.iter().enumerate() {
+        let at = &mut sub_start[s as usize];
+        by_subtopology[*at] = k;
+        *at += 1;
+    }
     let mut next_slot = 0;
     // Per member: the subtopology whose tasks it holds are being counted, and how many so far
     // (stamped with the subtopology, so no pass over the tasks resets it).
