@@ -108,9 +108,21 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 .map(|(t, _)| t),
         );
     }
-    // Only a moved task away from its state with a caught-up holder can gain by a trade.
-    let has_holder = |t: u32| g.candidates.lags_of(t).iter().any(|&l| l <= acceptable_lag);
-    let away = |owner: &[u32], t: u32| has_holder(t) && !caught_up(owner[t as usize], t);
+    // Only a moved task away from its state with a caught-up holder can gain by a trade: a
+    // caught-up holder, and none on its owner's process, in one scan of its candidates.
+    let away = |owner: &[u32], t: u32| {
+        let o = owner[t as usize];
+        let mut held = false;
+        for (c, lag) in g.candidates.with_lags(t) {
+            if lag <= acceptable_lag {
+                if g.process[c as usize] == g.process[o as usize] {
+                    return false;
+                }
+                held = true;
+            }
+        }
+        held
+    };
     // Each with its owner when it was found moved and away: both depend on the owner alone,
     // so a task whose owner is still that one needs no second look.
     let mut work: Vec<(u32, u32)> = moved_tasks
@@ -132,12 +144,18 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     for c in 0..g.members() {
         start[c + 1] += start[c];
     }
+    // Per member: which subtopologies its list holds, as a filter (bit `s mod 64`), so that a
+    // search passes over a partner without a task of the subtopology at a glance. A trade swaps
+    // two tasks of one subtopology, so the filters stay true.
+    let bit = |t: u32| 1u64 << (g.task_ids[t as usize].subtopology % 64);
+    let mut kinds = vec![0u64; g.members()];
     let mut took = vec![0u32; moved_tasks.len()];
     let mut end = start.clone();
     for &t in &moved_tasks {
         let o = owner[t as usize] as usize;
         took[end[o] as usize] = t;
         end[o] += 1;
+        kinds[o] |= bit(t);
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
@@ -169,7 +187,11 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
+            let kind = bit(t);
             let trade = partners(t).find_map(|c| {
+                if kinds[c as usize] & kind == 0 {
+                    return None;
+                }
                 // `u` still moved: one traded back to its previous owner stays there.
                 let at = took[list(c)].iter().position(|&u| {
                     g.task_ids[u as usize].subtopology == s
