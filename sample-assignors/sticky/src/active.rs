@@ -918,8 +918,9 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     if owned {
         for &s in &dealt {
             let f = floor(s);
-            for t in g.subtopology_tasks(s) {
-                if let Some(k) = seat(owner[t as usize]) {
+            let range = g.subtopology_tasks(s);
+            for &o in &owner[range.start as usize..range.end as usize] {
+                if let Some(k) = seat(o) {
                     let h = &mut held[k as usize];
                     if h.0 != s {
                         *h = (s, 0);
@@ -937,13 +938,16 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     };
     // How many ring members have each spare value, and the largest: a member below its floor
     // with that much to spare is as good as any, so the search can stop there.
-    let mut needing: Vec<u32> = Vec::new();
+    // Sized once: the room to spare only shrinks from here on.
+    let most_spare = seats.iter().map(|seat| seat.spare).max().unwrap_or(0);
+    let mut needing = vec![0u32; most_spare as usize + 1];
     for &s in &dealt {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
+        let owners = range.start as usize..range.end as usize;
         if owned {
-            for t in range.clone() {
-                if let Some(k) = seat(owner[t as usize]) {
+            for &o in &owner[owners.clone()] {
+                if let Some(k) = seat(o) {
                     let seat = &mut seats[k as usize];
                     seat.count += 1;
                     if seat.count <= floor {
@@ -952,7 +956,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 }
             }
         }
-        needing.clear();
+        needing.fill(0);
         // Ring members below the floor and below the fair share: when none is left, a member
         // with the most to spare is as good as any without that preference.
         let (mut below_floor, mut below_fair) = (0u32, 0u32);
@@ -961,20 +965,19 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
             let seat = &mut seats[look as usize];
             below_floor += u32::from(seat.count < floor);
             below_fair += u32::from(seat.count < fair);
-            let v = seat.spare as usize;
-            if needing.len() <= v {
-                needing.resize(v + 1, 0);
-            }
-            needing[v] += 1;
+            needing[seat.spare as usize] += 1;
             seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
             look = seat.next;
             if look == at {
                 break;
             }
         }
-        let mut most = needing.len().saturating_sub(1);
+        let mut most = needing.len() - 1;
+        while most > 0 && needing[most] == 0 {
+            most -= 1;
+        }
         // Over the subtopology's owners as a slice: no bounds check per task.
-        for o in &mut owner[range.start as usize..range.end as usize] {
+        for o in &mut owner[owners.clone()] {
             if *o != NONE {
                 continue;
             }
@@ -1029,8 +1032,8 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
         if range.len() >= seats.len() {
             seats.iter_mut().for_each(|seat| seat.count = 0);
         } else {
-            for t in range {
-                if let Some(k) = seat(owner[t as usize]) {
+            for &o in &owner[owners] {
+                if let Some(k) = seat(o) {
                     seats[k as usize].count = 0;
                 }
             }
