@@ -108,9 +108,21 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 .map(|(t, _)| t),
         );
     }
-    // Only a moved task away from its state with a caught-up holder can gain by a trade.
-    let has_holder = |t: u32| g.candidates.lags_of(t).iter().any(|&l| l <= acceptable_lag);
-    let away = |owner: &[u32], t: u32| has_holder(t) && !caught_up(owner[t as usize], t);
+    // Only a moved task away from its state with a caught-up holder can gain by a trade: a
+    // caught-up holder, and none on its owner's process, in one scan of its candidates.
+    let away = |owner: &[u32], t: u32| {
+        let o = owner[t as usize];
+        let mut held = false;
+        for (c, lag) in g.candidates.with_lags(t) {
+            if lag <= acceptable_lag {
+                if g.process[c as usize] == g.process[o as usize] {
+                    return false;
+                }
+                held = true;
+            }
+        }
+        held
+    };
     // Each with its owner when it was found moved and away: both depend on the owner alone,
     // so a task whose owner is still that one needs no second look.
     let mut work: Vec<(u32, u32)> = moved_tasks
@@ -132,12 +144,18 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     for c in 0..g.members() {
         start[c + 1] += start[c];
     }
+    // Per member: which subtopologies its list holds, as a filter (bit `s mod 64`), so that a
+    // search passes over a partner without a task of the subtopology at a glance. A trade swaps
+    // two tasks of one subtopology, so the filters stay true.
+    let bit = |t: u32| 1u64 << (g.task_ids[t as usize].subtopology % 64);
+    let mut kinds = vec![0u64; g.members()];
     let mut took = vec![0u32; moved_tasks.len()];
     let mut end = start.clone();
     for &t in &moved_tasks {
         let o = owner[t as usize] as usize;
         took[end[o] as usize] = t;
         end[o] += 1;
+        kinds[o] |= bit(t);
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
@@ -169,7 +187,11 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
+            let kind = bit(t);
             let trade = partners(t).find_map(|c| {
+                if kinds[c as usize] & kind == 0 {
+                    return None;
+                }
                 // `u` still moved: one traded back to its previous owner stays there.
                 let at = took[list(c)].iter().position(|&u| {
                     g.task_ids[u as usize].subtopology == s
@@ -591,20 +613,31 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
     let subtopology = |i: u32| g.task_ids[tasks[i as usize] as usize].subtopology as usize;
     let fair = |s: usize| (g.subtopology_tasks(s).len() as u32).div_ceil(g.members() as u32);
     // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
-    // in a sorted flat list (a map over members × subtopologies could be huge).
-    let mut keys: Vec<(u32, u32)> = (0..tasks.len())
-        .flat_map(|i| {
-            of(i)
-                .iter()
-                .map(move |&(_, r)| (r, subtopology(i as u32) as u32))
-        })
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    // Per member: where its slots start in `keys` (sorted by member), so a lookup scans the
-    // member's few subtopologies instead of searching all the slots (a binary search there
-    // cost 0.25M instructions more on the 1000-member churn input).
+    // in a sorted flat list (a map over members × subtopologies could be huge). Sorted by a
+    // counting sort by holder: the tasks come in dense order, so each holder's subtopologies
+    // arrive in order and its repeats side by side (a comparison sort of the pairs was most
+    // of this placement's sorting). Per member: where its slots start in `keys`, so a lookup
+    // scans the member's few subtopologies instead of searching all the slots (a binary
+    // search there cost 0.25M instructions more on the 1000-member churn input); counted over
+    // every pair to place them, then again over the slots left once repeats are dropped.
     let mut key_start = vec![0u32; g.members() + 1];
+    for &(_, r) in &holders {
+        key_start[r as usize + 1] += 1;
+    }
+    for r in 0..g.members() {
+        key_start[r + 1] += key_start[r];
+    }
+    let mut keys = vec![(0u32, 0u32); holders.len()];
+    for i in 0..tasks.len() {
+        let s = subtopology(i as u32) as u32;
+        for &(_, r) in of(i) {
+            let at = &mut key_start[r as usize];
+            keys[*at as usize] = (r, s);
+            *at += 1;
+        }
+    }
+    keys.dedup();
+    key_start.fill(0);
     for &(r, _) in &keys {
         key_start[r as usize + 1] += 1;
     }
@@ -626,8 +659,20 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
     let mut surplus = vec![0i64; g.subtopology_start.len()];
     let mut count = vec![0u32; keys.len()];
     // The slots by subtopology, to read their counts off `held` as each one is done.
-    let mut by_subtopology: Vec<usize> = (0..keys.len()).collect();
-    by_subtopology.sort_unstable_by_key(|&k| keys[k].1);
+    // A counting sort too: the order among one subtopology's slots does not matter.
+    let mut sub_start = vec![0usize; g.subtopology_start.len() + 1];
+    for &(_, s) in &keys {
+        sub_start[s as usize + 1] += 1;
+    }
+    for s in 0..g.subtopology_start.len() {
+        sub_start[s + 1] += sub_start[s];
+    }
+    let mut by_subtopology = vec![0usize; keys.len()];
+    for (k, &(_, s)) in keys.iter().enumerate() {
+        let at = &mut sub_start[s as usize];
+        by_subtopology[*at] = k;
+        *at += 1;
+    }
     let mut next_slot = 0;
     // Per member: the subtopology whose tasks it holds are being counted, and how many so far
     // (stamped with the subtopology, so no pass over the tasks resets it).
@@ -645,8 +690,8 @@ fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_l
         }
         let f = floor(s);
         let mut have = 0i64;
-        for t in g.subtopology_tasks(s) {
-            let o = owner[t as usize];
+        let range = g.subtopology_tasks(s);
+        for &o in &owner[range.start as usize..range.end as usize] {
             if o == NONE {
                 *surplus += 1;
                 continue;
@@ -873,8 +918,9 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     if owned {
         for &s in &dealt {
             let f = floor(s);
-            for t in g.subtopology_tasks(s) {
-                if let Some(k) = seat(owner[t as usize]) {
+            let range = g.subtopology_tasks(s);
+            for &o in &owner[range.start as usize..range.end as usize] {
+                if let Some(k) = seat(o) {
                     let h = &mut held[k as usize];
                     if h.0 != s {
                         *h = (s, 0);
@@ -892,13 +938,16 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     };
     // How many ring members have each spare value, and the largest: a member below its floor
     // with that much to spare is as good as any, so the search can stop there.
-    let mut needing: Vec<u32> = Vec::new();
+    // Sized once: the room to spare only shrinks from here on.
+    let most_spare = seats.iter().map(|seat| seat.spare).max().unwrap_or(0);
+    let mut needing = vec![0u32; most_spare as usize + 1];
     for &s in &dealt {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
+        let owners = range.start as usize..range.end as usize;
         if owned {
-            for t in range.clone() {
-                if let Some(k) = seat(owner[t as usize]) {
+            for &o in &owner[owners.clone()] {
+                if let Some(k) = seat(o) {
                     let seat = &mut seats[k as usize];
                     seat.count += 1;
                     if seat.count <= floor {
@@ -907,7 +956,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 }
             }
         }
-        needing.clear();
+        needing.fill(0);
         // Ring members below the floor and below the fair share: when none is left, a member
         // with the most to spare is as good as any without that preference.
         let (mut below_floor, mut below_fair) = (0u32, 0u32);
@@ -916,20 +965,20 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
             let seat = &mut seats[look as usize];
             below_floor += u32::from(seat.count < floor);
             below_fair += u32::from(seat.count < fair);
-            let v = seat.spare as usize;
-            if needing.len() <= v {
-                needing.resize(v + 1, 0);
-            }
-            needing[v] += 1;
+            needing[seat.spare as usize] += 1;
             seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
             look = seat.next;
             if look == at {
                 break;
             }
         }
-        let mut most = needing.len().saturating_sub(1);
-        for t in range.clone() {
-            if owner[t as usize] != NONE {
+        let mut most = needing.len() - 1;
+        while most > 0 && needing[most] == 0 {
+            most -= 1;
+        }
+        // Over the subtopology's owners as a slice: no bounds check per task.
+        for o in &mut owner[owners.clone()] {
+            if *o != NONE {
                 continue;
             }
             let top = rank(below_floor > 0, below_fair > 0, most as u32);
@@ -953,7 +1002,7 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 }
             }
             let seat = &mut seats[pos as usize];
-            owner[t as usize] = seat.member;
+            *o = seat.member;
             below_floor -= u32::from(seat.count + 1 == floor);
             below_fair -= u32::from(seat.count + 1 == fair);
             seat.count += 1;
@@ -983,8 +1032,8 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
         if range.len() >= seats.len() {
             seats.iter_mut().for_each(|seat| seat.count = 0);
         } else {
-            for t in range {
-                if let Some(k) = seat(owner[t as usize]) {
+            for &o in &owner[owners] {
+                if let Some(k) = seat(o) {
                     seats[k as usize].count = 0;
                 }
             }
