@@ -931,16 +931,16 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
             }
         }
     }
-    // A member's preference packed into one integer, the larger the better: below the floor,
-    // then below the fair share, then room to spare.
-    let rank = |below_floor: bool, below_fair: bool, spare: u32| {
-        u64::from(below_floor) << 33 | u64::from(below_fair) << 32 | u64::from(spare)
+    // A member's preference as a class, the larger the better: below the floor (so below the
+    // fair share too), then below the fair share, then room to spare (`width` spare values
+    // per step; sized once: the room to spare only shrinks from here on).
+    let width = seats.iter().map(|seat| seat.spare).max().unwrap_or(0) + 1;
+    let class = |count: u32, floor: u32, fair: u32, spare: u32| {
+        (u32::from(count < floor) + u32::from(count < fair)) * width + spare
     };
-    // How many ring members have each spare value, and the largest: a member below its floor
-    // with that much to spare is as good as any, so the search can stop there.
-    // Sized once: the room to spare only shrinks from here on.
-    let most_spare = seats.iter().map(|seat| seat.spare).max().unwrap_or(0);
-    let mut needing = vec![0u32; most_spare as usize + 1];
+    // How many ring members each class has: the best class present is then known exactly,
+    // and a task goes to the first member of it round the ring.
+    let mut members_in = vec![0u32; 3 * width as usize];
     for &s in &dealt {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
@@ -956,71 +956,47 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 }
             }
         }
-        needing.fill(0);
-        // Ring members below the floor and below the fair share: when none is left, a member
-        // with the most to spare is as good as any without that preference.
-        let (mut below_floor, mut below_fair) = (0u32, 0u32);
+        members_in.fill(0);
         let mut look = at;
         loop {
             let seat = &mut seats[look as usize];
-            below_floor += u32::from(seat.count < floor);
-            below_fair += u32::from(seat.count < fair);
-            needing[seat.spare as usize] += 1;
-            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
+            seat.key = class(seat.count, floor, fair, seat.spare);
+            members_in[seat.key as usize] += 1;
             look = seat.next;
             if look == at {
                 break;
             }
         }
-        let mut most = needing.len() - 1;
-        while most > 0 && needing[most] == 0 {
-            most -= 1;
-        }
+        // The best class present, found as a task needs it: classes only fall as members are
+        // dealt to, and while a task is left a ring member is (no search after the last).
+        let mut top = members_in.len() - 1;
         // Over the subtopology's owners as a slice: no bounds check per task.
         for o in &mut owner[owners.clone()] {
             if *o != NONE {
                 continue;
             }
-            let top = rank(below_floor > 0, below_fair > 0, most as u32);
-            // Round the ring from `at` to the first member as good as the best the ring has
-            // (`top`, exact: the counts above are kept as members are dealt to), so the
-            // spread never pays for a member passed over. Usually the next member or one of
-            // the next few; late in a large cold start the few members with room to spare
-            // can be far apart.
-            let (mut pos, mut best) = (at, seats[at as usize].key);
-            if best != top {
-                let mut look = seats[at as usize].next;
-                while look != at {
-                    let k = seats[look as usize].key;
-                    if k > best {
-                        (pos, best) = (look, k);
-                        if k == top {
-                            break;
-                        }
-                    }
-                    look = seats[look as usize].next;
-                }
+            while members_in[top] == 0 {
+                top -= 1;
+            }
+            // Round the ring from `at` to the first member of the best class, so the spread
+            // never pays for a member passed over. Usually the next member or one of the next
+            // few; late in a large cold start the few members with room to spare can be far
+            // apart.
+            let mut pos = at;
+            while seats[pos as usize].key != top as u32 {
+                pos = seats[pos as usize].next;
             }
             let seat = &mut seats[pos as usize];
             *o = seat.member;
-            below_floor -= u32::from(seat.count + 1 == floor);
-            below_fair -= u32::from(seat.count + 1 == fair);
             seat.count += 1;
-            let v = seat.spare as usize;
-            needing[v] -= 1;
             seat.deficit -= 1;
             seat.spare -= 1;
-            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
-            if seat.deficit > 0 {
-                needing[v - 1] += 1;
-            }
-            while most > 0 && needing[most] == 0 {
-                most -= 1;
-            }
+            members_in[top] -= 1;
             at = seat.next;
-            if seat.deficit == 0 {
-                below_floor -= u32::from(seat.count < floor);
-                below_fair -= u32::from(seat.count < fair);
+            if seat.deficit > 0 {
+                seat.key = class(seat.count, floor, fair, seat.spare);
+                members_in[seat.key as usize] += 1;
+            } else {
                 // Unlink `pos`; the ring empties exactly when the last task is dealt.
                 let (prev, next) = (seat.prev, seat.next);
                 seats[prev as usize].next = next;
@@ -1041,13 +1017,13 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     }
 }
 
-/// A ring position while dealing: its member, the member's rank (`key`), its neighbours
+/// A ring position while dealing: its member, the member's class (`key`), its neighbours
 /// still on the ring, and its counts: tasks of the subtopology being dealt, room to spare
 /// (see `deal`) and tasks still to take.
 #[derive(Default)]
 struct Seat {
     member: u32,
-    key: u64,
+    key: u32,
     next: u32,
     prev: u32,
     count: u32,
