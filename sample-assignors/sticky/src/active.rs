@@ -921,7 +921,12 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     // the subtopology whose tasks it holds are being counted, and how many so far (stamped
     // with the subtopology, so no second pass resets it).
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
+    // The seats owning each dealt subtopology's tasks, in one flat list (the `i`-th's end at
+    // `ends[i]`): counted again just before it is dealt (dealing one subtopology changes no
+    // other's owners) without a second pass over all its owners.
+    let (mut holding, mut ends) = (Vec::new(), Vec::new());
     if owned {
+        ends.reserve(dealt.len());
         for &s in &dealt {
             let f = floor(s);
             let range = g.subtopology_tasks(s);
@@ -933,8 +938,10 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                     }
                     h.1 += 1;
                     seats[k as usize].spare += u32::from(h.1 <= f);
+                    holding.push(k);
                 }
             }
+            ends.push(holding.len());
         }
     }
     // A member's preference as a class, the larger the better: below the floor (so below the
@@ -947,18 +954,17 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     // How many ring members each class has: the best class present is then known exactly,
     // and a task goes to the first member of it round the ring.
     let mut members_in = vec![0u32; 3 * width as usize];
-    for &s in &dealt {
+    for (i, &s) in dealt.iter().enumerate() {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         let owners = range.start as usize..range.end as usize;
         if owned {
-            for &o in &owner[owners.clone()] {
-                if let Some(k) = seat(o) {
-                    let seat = &mut seats[k as usize];
-                    seat.count += 1;
-                    if seat.count <= floor {
-                        seat.spare -= 1;
-                    }
+            let from = if i == 0 { 0 } else { ends[i - 1] };
+            for &k in &holding[from..ends[i]] {
+                let seat = &mut seats[k as usize];
+                seat.count += 1;
+                if seat.count <= floor {
+                    seat.spare -= 1;
                 }
             }
         }
