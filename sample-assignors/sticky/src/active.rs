@@ -64,23 +64,45 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         let mut deficit: Vec<u32> = (0..m)
             .map(|r| targets[kind][r] - prev[kind][r].min(targets[kind][r]))
             .collect();
+        // The stateful tasks warm state found without an owner, in order: (no member above
+        // target takes a task, so none goes back to its previous owner) exactly the tasks
+        // the exchange may trade.
+        let mut open = Vec::new();
         if stateful {
-            to_warm_state(g, &mut owner, &mut deficit, acceptable_lag);
+            to_warm_state(g, &mut owner, &mut open, &mut deficit, acceptable_lag);
         }
         deal(g, &mut owner, stateful, deficit);
         if stateful {
-            exchange_to_caught_up(g, &mut owner, acceptable_lag);
+            exchange_to_caught_up(g, &mut owner, &open, acceptable_lag);
         }
     }
     owner
+}
+
+/// The stateful tasks without an owner, in order.
+fn unowned_stateful(g: &Group, owner: &[u32]) -> Vec<u32> {
+    let mut unowned = Vec::new();
+    // Over the stateful subtopologies' owners as slices: no lookup of the kind and no bounds
+    // check per task.
+    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
+        let range = g.subtopology_tasks(s);
+        unowned.extend(
+            (range.start..)
+                .zip(&owner[range.start as usize..range.end as usize])
+                .filter(|&(_, &o)| o == NONE)
+                .map(|(t, _)| t),
+        );
+    }
+    unowned
 }
 
 /// Trades owners of two stateful tasks of one subtopology that both moved, wherever that puts
 /// more of them on caught-up processes: the counts stay as they are, so balance, spread and
 /// movement do too. Catches what the warm-state placement left to dealing (a holder it kept
 /// at its floor for the spread, which dealing then gave another task of that subtopology).
-/// Each trade adds a caught-up placement, so the rounds end.
-fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
+/// Each trade adds a caught-up placement, so the rounds end. `moved_tasks`: the stateful
+/// tasks that changed owner, in order.
+fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acceptable_lag: u64) {
     if g.candidates.is_empty() {
         return;
     }
@@ -92,22 +114,6 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     };
     // Every task this pass looks at is stateful: it starts from `moved_tasks`.
     let moved = |owner: &[u32], t: u32| owner[t as usize] != g.prev_owner[t as usize];
-    // The owners side by side over the stateful subtopologies: this pass runs over every
-    // stateful task, even when nothing moved.
-    let mut moved_tasks: Vec<u32> = Vec::new();
-    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
-        let range = g.subtopology_tasks(s);
-        let (now, before) = (
-            &owner[range.start as usize..range.end as usize],
-            &g.prev_owner[range.start as usize..range.end as usize],
-        );
-        moved_tasks.extend(
-            (range.start..)
-                .zip(now.iter().zip(before))
-                .filter(|&(_, (o, p))| o != p)
-                .map(|(t, _)| t),
-        );
-    }
     // Only a moved task away from its state with a caught-up holder can gain by a trade: a
     // caught-up holder, and none on its owner's process, in one scan of its candidates.
     let away = |owner: &[u32], t: u32| {
@@ -123,13 +129,14 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
         }
         held
     };
-    // Each with its owner when it was found moved and away: both depend on the owner alone,
-    // so a task whose owner is still that one needs no second look.
-    let mut work: Vec<(u32, u32)> = moved_tasks
+    // Each with its owner when it was found moved and away (both depend on the owner alone,
+    // so a task whose owner is still that one needs no second look), and when its search
+    // last failed (see below; [`NONE`]: search).
+    let mut work: Vec<(u32, u32, u32)> = moved_tasks
         .iter()
         .copied()
         .filter(|&t| away(owner, t))
-        .map(|t| (t, owner[t as usize]))
+        .map(|t| (t, owner[t as usize], NONE))
         .collect();
     if work.is_empty() {
         return;
@@ -138,7 +145,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     // (member `c`'s at `start[c]..start[c + 1]`; a trade swaps two entries, so no list
     // changes length, and a list per member cost an allocation each).
     let mut start = vec![0u32; g.members() + 1];
-    for &t in &moved_tasks {
+    for &t in moved_tasks {
         start[owner[t as usize] as usize + 1] += 1;
     }
     for c in 0..g.members() {
@@ -151,7 +158,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     let mut kinds = vec![0u64; g.members()];
     let mut took = vec![0u32; moved_tasks.len()];
     let mut end = start.clone();
-    for &t in &moved_tasks {
+    for &t in moved_tasks {
         let o = owner[t as usize] as usize;
         took[end[o] as usize] = t;
         end[o] += 1;
@@ -168,21 +175,21 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
     // is searched again only once a trade has changed one of its partners' lists (`changed`,
-    // stamped with the trade's number) after its failure (`failed`; [`NONE`]: search). Later
-    // rounds then cost a look at each task's few partners instead of a scan of their lists.
+    // stamped with the trade's number) after its failure (kept with the task in `work`).
+    // Later rounds then cost a look at each task's few partners instead of a scan of their
+    // lists.
     let mut trades = 0u32;
     let mut changed = vec![0u32; g.members()];
-    let mut failed = vec![NONE; g.tasks()];
     // Rounds over the tasks away from their state, in task order, while some trade happens:
     // a trade can open one for a task that found none, or leave its partner away.
     loop {
         let mut next = Vec::new();
-        for &(t, found) in &work {
+        for i in 0..work.len() {
+            let (t, found, since) = work[i];
             let o = owner[t as usize];
             if o != found && !away(owner, t) {
                 continue;
             }
-            let since = failed[t as usize];
             if since != NONE && partners(t).all(|c| changed[c as usize] <= since) {
                 continue;
             }
@@ -201,7 +208,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
                 Some((c, list(c).start + at))
             });
             let Some((c, at)) = trade else {
-                failed[t as usize] = trades;
+                work[i].2 = trades;
                 continue;
             };
             let u = took[at];
@@ -216,9 +223,11 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
             trades += 1;
             changed[c as usize] = trades;
             changed[o as usize] = trades;
-            failed[u as usize] = NONE;
-            // Its owner changed: looked at again.
-            next.push((u, NONE));
+            // Its owner changed: looked at again, and searched afresh.
+            if let Ok(j) = work.binary_search_by_key(&u, |w| w.0) {
+                work[j].2 = NONE;
+            }
+            next.push((u, NONE, NONE));
         }
         if next.is_empty() {
             return;
@@ -226,18 +235,18 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], acceptable_lag: u64) {
         // `work` is in task order and `next` holds the few tasks traded away: merging them
         // costs less than sorting the two together.
         next.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(work.len() + next.len());
+        let mut merged: Vec<(u32, u32, u32)> = Vec::with_capacity(work.len() + next.len());
         let (mut a, mut b) = (work.iter().peekable(), next.iter().peekable());
-        while let Some(&(t, found)) = match (a.peek(), b.peek()) {
+        while let Some(&(t, found, since)) = match (a.peek(), b.peek()) {
             (Some(&&x), Some(&&y)) if y.0 < x.0 => b.next(),
             (Some(_), _) => a.next(),
             (None, _) => b.next(),
         } {
             let o = owner[t as usize];
-            if merged.last().is_none_or(|&(last, _)| last != t)
+            if merged.last().is_none_or(|&(last, _, _)| last != t)
                 && (o == found || (moved(owner, t) && away(owner, t)))
             {
-                merged.push((t, o));
+                merged.push((t, o, since));
             }
         }
         work = merged;
@@ -566,28 +575,25 @@ impl Release {
 ///    in their subtopology, ending at a member with room. A member from which a search found
 ///    no room is not searched again, which bounds the work to about one pass over the pairs.
 /// 3. The rest go to lagging holders, the least lag first, while they have room.
-fn to_warm_state(g: &Group, owner: &mut [u32], deficit: &mut [u32], acceptable_lag: u64) {
+///
+/// `unowned` is set to the stateful tasks it started from (none without local state).
+fn to_warm_state(
+    g: &Group,
+    owner: &mut [u32],
+    unowned: &mut Vec<u32>,
+    deficit: &mut [u32],
+    acceptable_lag: u64,
+) {
     if g.candidates.is_empty() {
         return;
     }
+    *unowned = unowned_stateful(g, owner);
     // Per unowned stateful task: its holders with room, with their lags, best first, in one
     // flat list.
     let mut start: Vec<u32> = Vec::new();
     let mut tasks: Vec<u32> = Vec::new();
     let mut holders: Vec<(u64, u32)> = Vec::new();
-    // Over the stateful subtopologies' owners as slices: no lookup of the kind and no bounds
-    // check per task.
-    let unowned = (0..g.subtopology_start.len())
-        .filter(|&s| g.subtopology_stateful[s])
-        .flat_map(|s| {
-            let range = g.subtopology_tasks(s);
-            range
-                .clone()
-                .zip(&owner[range.start as usize..range.end as usize])
-                .filter(|&(_, &o)| o == NONE)
-                .map(|(t, _)| t)
-        });
-    for t in unowned {
+    for &t in unowned.iter() {
         // A holder without room neither takes a task nor (having taken none) passes one on.
         let from = holders.len();
         holders.extend(
@@ -915,7 +921,12 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     // the subtopology whose tasks it holds are being counted, and how many so far (stamped
     // with the subtopology, so no second pass resets it).
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
+    // The seats owning each dealt subtopology's tasks, in one flat list (the `i`-th's end at
+    // `ends[i]`): counted again just before it is dealt (dealing one subtopology changes no
+    // other's owners) without a second pass over all its owners.
+    let (mut holding, mut ends) = (Vec::new(), Vec::new());
     if owned {
+        ends.reserve(dealt.len());
         for &s in &dealt {
             let f = floor(s);
             let range = g.subtopology_tasks(s);
@@ -927,100 +938,77 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                     }
                     h.1 += 1;
                     seats[k as usize].spare += u32::from(h.1 <= f);
+                    holding.push(k);
                 }
             }
+            ends.push(holding.len());
         }
     }
-    // A member's preference packed into one integer, the larger the better: below the floor,
-    // then below the fair share, then room to spare.
-    let rank = |below_floor: bool, below_fair: bool, spare: u32| {
-        u64::from(below_floor) << 33 | u64::from(below_fair) << 32 | u64::from(spare)
+    // A member's preference as a class, the larger the better: below the floor (so below the
+    // fair share too), then below the fair share, then room to spare (`width` spare values
+    // per step; sized once: the room to spare only shrinks from here on).
+    let width = seats.iter().map(|seat| seat.spare).max().unwrap_or(0) + 1;
+    let class = |count: u32, floor: u32, fair: u32, spare: u32| {
+        (u32::from(count < floor) + u32::from(count < fair)) * width + spare
     };
-    // How many ring members have each spare value, and the largest: a member below its floor
-    // with that much to spare is as good as any, so the search can stop there.
-    // Sized once: the room to spare only shrinks from here on.
-    let most_spare = seats.iter().map(|seat| seat.spare).max().unwrap_or(0);
-    let mut needing = vec![0u32; most_spare as usize + 1];
-    for &s in &dealt {
+    // How many ring members each class has: the best class present is then known exactly,
+    // and a task goes to the first member of it round the ring.
+    let mut members_in = vec![0u32; 3 * width as usize];
+    for (i, &s) in dealt.iter().enumerate() {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         let owners = range.start as usize..range.end as usize;
         if owned {
-            for &o in &owner[owners.clone()] {
-                if let Some(k) = seat(o) {
-                    let seat = &mut seats[k as usize];
-                    seat.count += 1;
-                    if seat.count <= floor {
-                        seat.spare -= 1;
-                    }
+            let from = if i == 0 { 0 } else { ends[i - 1] };
+            for &k in &holding[from..ends[i]] {
+                let seat = &mut seats[k as usize];
+                seat.count += 1;
+                if seat.count <= floor {
+                    seat.spare -= 1;
                 }
             }
         }
-        needing.fill(0);
-        // Ring members below the floor and below the fair share: when none is left, a member
-        // with the most to spare is as good as any without that preference.
-        let (mut below_floor, mut below_fair) = (0u32, 0u32);
+        members_in.fill(0);
         let mut look = at;
         loop {
             let seat = &mut seats[look as usize];
-            below_floor += u32::from(seat.count < floor);
-            below_fair += u32::from(seat.count < fair);
-            needing[seat.spare as usize] += 1;
-            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
+            seat.key = class(seat.count, floor, fair, seat.spare);
+            members_in[seat.key as usize] += 1;
             look = seat.next;
             if look == at {
                 break;
             }
         }
-        let mut most = needing.len() - 1;
-        while most > 0 && needing[most] == 0 {
-            most -= 1;
-        }
+        // The best class present, found as a task needs it: classes only fall as members are
+        // dealt to, and while a task is left a ring member is (no search after the last).
+        let mut top = members_in.len() - 1;
         // Over the subtopology's owners as a slice: no bounds check per task.
         for o in &mut owner[owners.clone()] {
             if *o != NONE {
                 continue;
             }
-            let top = rank(below_floor > 0, below_fair > 0, most as u32);
-            // Round the ring from `at` to the first member as good as the best the ring has
-            // (`top`, exact: the counts above are kept as members are dealt to), so the
-            // spread never pays for a member passed over. Usually the next member or one of
-            // the next few; late in a large cold start the few members with room to spare
-            // can be far apart.
-            let (mut pos, mut best) = (at, seats[at as usize].key);
-            if best != top {
-                let mut look = seats[at as usize].next;
-                while look != at {
-                    let k = seats[look as usize].key;
-                    if k > best {
-                        (pos, best) = (look, k);
-                        if k == top {
-                            break;
-                        }
-                    }
-                    look = seats[look as usize].next;
-                }
+            while members_in[top] == 0 {
+                top -= 1;
+            }
+            // Round the ring from `at` to the first member of the best class, so the spread
+            // never pays for a member passed over. Usually the next member or one of the next
+            // few; late in a large cold start the few members with room to spare can be far
+            // apart.
+            let mut pos = at;
+            while seats[pos as usize].key != top as u32 {
+                pos = seats[pos as usize].next;
             }
             let seat = &mut seats[pos as usize];
             *o = seat.member;
-            below_floor -= u32::from(seat.count + 1 == floor);
-            below_fair -= u32::from(seat.count + 1 == fair);
             seat.count += 1;
-            let v = seat.spare as usize;
-            needing[v] -= 1;
             seat.deficit -= 1;
             seat.spare -= 1;
-            seat.key = rank(seat.count < floor, seat.count < fair, seat.spare);
-            if seat.deficit > 0 {
-                needing[v - 1] += 1;
-            }
-            while most > 0 && needing[most] == 0 {
-                most -= 1;
-            }
+            members_in[top] -= 1;
             at = seat.next;
-            if seat.deficit == 0 {
-                below_floor -= u32::from(seat.count < floor);
-                below_fair -= u32::from(seat.count < fair);
+            if seat.deficit > 0 {
+                seat.key = class(seat.count, floor, fair, seat.spare);
+                members_in[seat.key as usize] += 1;
+            } else {
                 // Unlink `pos`; the ring empties exactly when the last task is dealt.
                 let (prev, next) = (seat.prev, seat.next);
                 seats[prev as usize].next = next;
@@ -1041,13 +1029,13 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     }
 }
 
-/// A ring position while dealing: its member, the member's rank (`key`), its neighbours
+/// A ring position while dealing: its member, the member's class (`key`), its neighbours
 /// still on the ring, and its counts: tasks of the subtopology being dealt, room to spare
 /// (see `deal`) and tasks still to take.
 #[derive(Default)]
 struct Seat {
     member: u32,
-    key: u64,
+    key: u32,
     next: u32,
     prev: u32,
     count: u32,
