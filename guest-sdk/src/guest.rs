@@ -197,19 +197,31 @@ fn fill_offsets(
 }
 
 fn group_from_wit(g: wit::GroupSpec) -> GroupSpec {
-    let processes = g.processes;
+    let mut processes = g.processes;
+    // Each process id is moved into the last of its members and cloned for the others: one
+    // allocation fewer per process (500 of 1000 in the 1000-member benchmark group).
+    let mut last_member = vec![0u32; processes.len()];
+    for (i, m) in (0u32..).zip(&g.members) {
+        last_member[m.process as usize] = i;
+    }
     // Members first, their tasks then put straight into them: no per-member vectors of sets
     // and maps to build, zip and move.
-    let mut members: Vec<Member> = g
-        .members
-        .into_iter()
-        .map(|m| Member {
-            member_id: m.member_id,
-            instance_id: m.instance_id,
-            rack_id: m.rack_id,
-            process_id: processes[m.process as usize].clone(),
-            client_tags: m.client_tags.into_iter().collect(),
-            ..Member::default()
+    let mut members: Vec<Member> = (0u32..)
+        .zip(g.members)
+        .map(|(i, m)| {
+            let process = m.process as usize;
+            Member {
+                member_id: m.member_id,
+                instance_id: m.instance_id,
+                rack_id: m.rack_id,
+                process_id: if last_member[process] == i {
+                    std::mem::take(&mut processes[process])
+                } else {
+                    processes[process].clone()
+                },
+                client_tags: m.client_tags.into_iter().collect(),
+                ..Member::default()
+            }
         })
         .collect();
     fill(&mut members, &g.active_tasks, |m| &mut m.active_tasks);
