@@ -89,11 +89,12 @@ pub use model::{
 pub use task_set::TaskSet;
 pub use validate::validate;
 
-/// Not public API: what [`export!`] expands to needs these paths.
+/// Not public API: what [`export!`] expands to and what the runtime calls need these paths.
 #[doc(hidden)]
 pub mod __private {
     #[cfg(target_arch = "wasm32")]
     pub use crate::guest::{Component, bindings};
+    pub use crate::validate::validate_with_processes;
 }
 
 /// Exports a type implementing [`TaskAssignor`] and [`Default`] as the component's assignor.

@@ -140,6 +140,7 @@ impl TaskSet {
 /// Whether `tasks` is strictly increasing. Pairs are compared a block at a time with no exit
 /// per pair, which the compiler can vectorise: every set of every assignment is checked so,
 /// and sets run to thousands of tasks.
+#[cfg(not(target_arch = "wasm32"))]
 fn increasing(tasks: &[TaskId]) -> bool {
     const BLOCK: usize = 64;
     let Some(last) = tasks.len().checked_sub(1) else {
@@ -154,6 +155,24 @@ fn increasing(tasks: &[TaskId]) -> bool {
                 .zip(b)
                 .fold(true, |ok, (x, y)| ok & (x.key() < y.key()))
         })
+}
+
+/// Whether `tasks` is strictly increasing. Wasm has no vectors to compare blocks of pairs
+/// with, so each task's key is made once and carried to the next comparison, with no exit per
+/// pair either: the sticky sample's `from_unique` calls on 1000 members took 0.86M
+/// instructions instead of the block-wise loop's 1.01M.
+#[cfg(target_arch = "wasm32")]
+fn increasing(tasks: &[TaskId]) -> bool {
+    let Some((first, rest)) = tasks.split_first() else {
+        return true;
+    };
+    let mut last = first.key();
+    rest.iter().fold(true, |ok, t| {
+        let key = t.key();
+        let ok = ok & (last < key);
+        last = key;
+        ok
+    })
 }
 
 impl fmt::Debug for TaskSet {

@@ -16,6 +16,31 @@ pub fn validate(
     topology: &Topology,
     assignment: &GroupAssignment,
 ) -> Result<(), String> {
+    // Each member's process as a small index, so the same-process rule compares integers.
+    let mut processes = std::collections::HashMap::with_capacity(group.members.len());
+    let process: Vec<u32> = group
+        .members
+        .iter()
+        .map(|m| {
+            let next = processes.len() as u32;
+            *processes.entry(m.process_id.as_str()).or_insert(next)
+        })
+        .collect();
+    validate_with_processes(group, topology, assignment, &process)
+}
+
+/// [`validate`] for a caller that has each member's process as an index already: `process[i]`
+/// is member `i`'s, equal for members of one process and different otherwise. The runtime
+/// interns processes to lower the input, and hashing every process id again cost 0.17M of the
+/// 1.29M instructions validating a 1000-member assignment took. Not public API.
+#[doc(hidden)]
+pub fn validate_with_processes(
+    group: &GroupSpec,
+    topology: &Topology,
+    assignment: &GroupAssignment,
+    process: &[u32],
+) -> Result<(), String> {
+    assert_eq!(process.len(), group.members.len(), "one process per member");
     if assignment.members.len() != group.members.len() {
         return Err(format!(
             "{} member entries for a group of {} members: {}",
@@ -29,16 +54,6 @@ pub fn validate(
         ));
     }
     let member = |i: usize| &group.members[i].member_id;
-    // Each member's process as a small index, so the same-process rule compares integers.
-    let mut processes = std::collections::HashMap::with_capacity(group.members.len());
-    let process: Vec<u32> = group
-        .members
-        .iter()
-        .map(|m| {
-            let next = processes.len() as u32;
-            *processes.entry(m.process_id.as_str()).or_insert(next)
-        })
-        .collect();
     // Per subtopology, where its tasks start in `owner`, how many it has and whether it is
     // stateful: one small array the per-task checks index, instead of the topology's records.
     let mut subtopologies = Vec::with_capacity(topology.subtopologies.len());
@@ -255,6 +270,16 @@ mod tests {
              member \"b\", both of process \"p-a\" (one state directory, so the standby \
              protects nothing)"
         );
+    }
+
+    /// Process indices from the caller decide the same-process rule as the process ids do.
+    #[test]
+    fn process_indices_stand_for_the_ids() {
+        let (group, topology) = input();
+        let a = assignment([(&[S0, S1, L0], &[]), (&[], &[S0])]);
+        validate_with_processes(&group, &topology, &a, &[0, 1]).expect("two processes");
+        let e = validate_with_processes(&group, &topology, &a, &[3, 3]).expect_err("one");
+        assert!(e.starts_with("standby on the active's process: s_0"), "{e}");
     }
 
     /// Missing tasks are counted from the tasks made active (not by walking every task), and

@@ -172,7 +172,10 @@ fn string_bytes(s: &str) -> usize {
 pub(crate) fn input<'a>(group: &'a GroupSpec, topology: &'a Topology) -> Input<'a> {
     let mut bytes = 0;
     let n = group.members.len();
-    let mut process_index: HashMap<&str, u32> = HashMap::with_capacity(n);
+    // Foldhash, seeded per process as std's SipHash is (a group's process ids are chosen by
+    // its clients), hashes a short id in a fraction of SipHash's instructions.
+    let mut process_index: HashMap<&str, u32, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default());
     let mut processes = Vec::new();
     let mut process_of = Vec::with_capacity(n);
     let mut client_tags = Vec::new();
@@ -256,6 +259,12 @@ pub(crate) fn input<'a>(group: &'a GroupSpec, topology: &'a Topology) -> Input<'
 }
 
 impl<'a> Input<'a> {
+    /// Each member's process as an index: equal for members of one process, different
+    /// otherwise (what validation's same-process rule compares).
+    pub(crate) fn process_of(&self) -> &[u32] {
+        &self.process_of
+    }
+
     /// The member and source-topic records, which the group and topology hold slices of.
     pub(crate) fn records(&self) -> Records<'_> {
         let mut start = 0;

@@ -299,9 +299,8 @@ impl Loaded {
     ) -> Result<(GroupAssignment, Usage), TaskAssignorError> {
         let start = Instant::now();
         let input = self.lower(group, topology)?;
-        let bytes = input.bytes;
-        let called = self.call(input, yield_fuel).await;
-        self.finish(called, bytes, group, topology, start, validate)
+        let called = self.call(&input, yield_fuel).await;
+        self.finish(called, &input, group, topology, start, validate)
     }
 
     /// Checks the group against the input limits, then converts it to WIT values.
@@ -320,7 +319,7 @@ impl Loaded {
     fn finish(
         &self,
         called: Called,
-        input_bytes: usize,
+        input: &boundary::Input<'_>,
         group: &GroupSpec,
         topology: &Topology,
         start: Instant,
@@ -334,13 +333,20 @@ impl Loaded {
         };
         let assignment = boundary::output(output, group, topology).map_err(invalid)?;
         if validate {
-            assignor_sdk::validate(group, topology, &assignment).map_err(invalid)?;
+            // `assignor_sdk::validate`'s rules, with the processes the input was lowered with.
+            assignor_sdk::__private::validate_with_processes(
+                group,
+                topology,
+                &assignment,
+                input.process_of(),
+            )
+            .map_err(invalid)?;
         }
         let usage = Usage {
             fuel,
             peak_memory_bytes: Some(called.peak_memory),
             wall_time: start.elapsed(),
-            input_bytes: Some(input_bytes),
+            input_bytes: Some(input.bytes),
             output_bytes: Some(output_bytes),
         };
         Ok((assignment, usage))
@@ -348,7 +354,7 @@ impl Loaded {
 
     /// One call of `assign` in a fresh sandbox: instantiate, `configure`, `assign`, and copy
     /// the output out, all under the call's deadline.
-    async fn call(&self, input: boundary::Input<'_>, yield_fuel: Option<u64>) -> Called {
+    async fn call(&self, input: &boundary::Input<'_>, yield_fuel: Option<u64>) -> Called {
         let mut sandbox = self.sandbox();
         sandbox
             .store
