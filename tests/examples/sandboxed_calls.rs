@@ -8,7 +8,8 @@
 //! pool valgrind can map), and calls it CALLS times (default 1) on the standard group of
 //! MEMBERS members (10, 100 or 1000) in MODE (`cold`, `previous`, `churn`) with R standby
 //! replicas: `ComponentAssignor::assign`, as the `sandboxed/` benchmark does, or
-//! `assign_unvalidated`, as the `boundary/` benchmark does. It prints the last call's fuel.
+//! `assign_unvalidated`, as the `boundary/` benchmark does. It prints the last call's fuel
+//! (`fuel N`) and peak linear memory (`peak_memory_bytes N`), both deterministic.
 //!
 //! Count with callgrind (this machine's `perf` has no hardware counters), on the calling
 //! thread and inside the calls only, which leaves out generating the input, compiling the
@@ -55,7 +56,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut fuel = None;
+    let mut last = None;
     for _ in 0..calls {
         let called = if unvalidated {
             component.assign_unvalidated(&group, &topology)
@@ -63,13 +64,18 @@ fn main() -> ExitCode {
             component.assign(&group, &topology)
         };
         match called {
-            Ok((_, usage)) => fuel = usage.fuel,
+            Ok((_, usage)) => last = Some(usage),
             Err(e) => {
                 eprintln!("{e}");
                 return ExitCode::FAILURE;
             }
         }
     }
-    println!("fuel {}", fuel.unwrap_or_default());
+    let last = last.unwrap_or_default();
+    println!("fuel {}", last.fuel.unwrap_or_default());
+    println!(
+        "peak_memory_bytes {}",
+        last.peak_memory_bytes.unwrap_or_default()
+    );
     ExitCode::SUCCESS
 }
