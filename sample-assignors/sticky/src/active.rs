@@ -16,6 +16,9 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // same pass (no reported state, no orphan to claim for).
     let mut orphans: Vec<(u64, u32)> = Vec::new();
     let find_orphans = !g.candidates.is_empty();
+    // The stateful tasks without an owner, in order, for the warm-state placement and the
+    // exchange (only with local state to place them by): found in the same pass too.
+    let mut unowned: Vec<u32> = Vec::new();
     // Subtopology by subtopology: the kind is looked up once per subtopology, not per task.
     for s in 0..g.subtopology_start.len() {
         let kind = usize::from(!g.subtopology_stateful[s]);
@@ -28,11 +31,13 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         {
             if o != NONE {
                 prev[kind][o as usize] += 1;
-            } else if orphaned
-                && let Some(&lag) = g.candidates.lags_of(t).iter().min()
-                && lag <= acceptable_lag
-            {
-                orphans.push((lag, t));
+            } else if orphaned {
+                unowned.push(t);
+                if let Some(&lag) = g.candidates.lags_of(t).iter().min()
+                    && lag <= acceptable_lag
+                {
+                    orphans.push((lag, t));
+                }
             }
         }
     }
@@ -58,42 +63,97 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     }
     let warm: Vec<bool> = (0..m).map(|r| prev[0][r] + claims[r] > floor).collect();
     let targets = targets(m, total, &prev, &warm);
+    // Per kind: what each member lacks of its target.
+    let mut deficits = [0, 1].map(|k| {
+        (0..m)
+            .map(|r| targets[k][r] - prev[k][r].min(targets[k][r]))
+            .collect::<Vec<u32>>()
+    });
+    let kept = Kept::new(g, &owner, &prev, &deficits);
     for kind in 0..2 {
         let stateful = kind == 0;
-        release(g, &mut owner, stateful, &prev[kind], &targets[kind]);
-        let mut deficit: Vec<u32> = (0..m)
-            .map(|r| targets[kind][r] - prev[kind][r].min(targets[kind][r]))
-            .collect();
-        // The stateful tasks warm state found without an owner, in order: (no member above
-        // target takes a task, so none goes back to its previous owner) exactly the tasks
-        // the exchange may trade.
-        let mut open = Vec::new();
+        let mut released = Vec::new();
+        release(
+            g,
+            &mut owner,
+            stateful,
+            &prev[kind],
+            &targets[kind],
+            &mut released,
+        );
+        // What the release freed joins the unowned stateful tasks (a few, and only when some
+        // member is above target).
+        let open = if stateful && find_orphans && !released.is_empty() {
+            unowned.extend(released);
+            unowned.sort_unstable();
+            &unowned[..]
+        } else if stateful {
+            &unowned[..]
+        } else {
+            &[]
+        };
+        let mut deficit = std::mem::take(&mut deficits[kind]);
+        // `open`: (no member above target takes a task, so none goes back to its previous
+        // owner) exactly the tasks the exchange may trade, and those of them warm state placed
+        // are what dealing counts beyond the kept tasks.
         if stateful {
-            to_warm_state(g, &mut owner, &mut open, &mut deficit, acceptable_lag);
+            to_warm_state(g, &mut owner, open, &kept, &mut deficit, acceptable_lag);
         }
-        deal(g, &mut owner, stateful, deficit);
+        deal(g, &mut owner, stateful, deficit, &kept, open);
         if stateful {
-            exchange_to_caught_up(g, &mut owner, &open, acceptable_lag);
+            exchange_to_caught_up(g, &mut owner, open, acceptable_lag);
         }
     }
     owner
 }
 
-/// The stateful tasks without an owner, in order.
-fn unowned_stateful(g: &Group, owner: &[u32]) -> Vec<u32> {
-    let mut unowned = Vec::new();
-    // Over the stateful subtopologies' owners as slices: no lookup of the kind and no bounds
-    // check per task.
-    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
-        let range = g.subtopology_tasks(s);
-        unowned.extend(
-            (range.start..)
-                .zip(&owner[range.start as usize..range.end as usize])
-                .filter(|&(_, &o)| o == NONE)
-                .map(|(t, _)| t),
-        );
+/// Per subtopology, the owners of its tasks that are below their target of the task's kind
+/// (so they keep all they held), one per task, in task order: what the warm-state placement
+/// and dealing count of the members with room, found in one pass over the tasks instead of a
+/// pass over them each.
+struct Kept {
+    owners: Vec<u32>,
+    /// Per subtopology: where its owners end in `owners`.
+    ends: Vec<u32>,
+}
+
+impl Kept {
+    /// Collects the owners in `owner` with a `deficit` of the task's kind (`prev`: what they
+    /// held).
+    fn new(g: &Group, owner: &[u32], prev: &[Vec<u32>; 2], deficit: &[Vec<u32>; 2]) -> Self {
+        // Sized exactly (what those members held): one allocation, and no pass when they held
+        // nothing.
+        let len: u32 = (0..2)
+            .map(|k| {
+                (prev[k].iter().zip(&deficit[k]))
+                    .filter(|&(_, &d)| d > 0)
+                    .map(|(&p, _)| p)
+                    .sum::<u32>()
+            })
+            .sum();
+        let mut owners = Vec::with_capacity(len as usize);
+        let mut ends = Vec::with_capacity(g.subtopology_start.len());
+        for s in 0..g.subtopology_start.len() {
+            let deficit = &deficit[usize::from(!g.subtopology_stateful[s])];
+            let range = g.subtopology_tasks(s);
+            if len > 0 {
+                owners.extend(
+                    owner[range.start as usize..range.end as usize]
+                        .iter()
+                        .copied()
+                        .filter(|&o| o != NONE && deficit[o as usize] > 0),
+                );
+            }
+            ends.push(owners.len() as u32);
+        }
+        Self { owners, ends }
     }
-    unowned
+
+    /// The owners below target of subtopology `s`'s tasks.
+    fn of(&self, s: usize) -> &[u32] {
+        let from = if s == 0 { 0 } else { self.ends[s - 1] as usize };
+        &self.owners[from..self.ends[s] as usize]
+    }
 }
 
 /// Trades owners of two stateful tasks of one subtopology that both moved, wherever that puts
@@ -375,7 +435,16 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
 /// 3. the rest from the subtopologies where they hold the most beyond the fair share, ties to
 ///    the subtopology released least so far, so that what is handed out covers the
 ///    subtopologies evenly.
-fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &[u32]) {
+///
+/// The tasks given up are added to `released`.
+fn release(
+    g: &Group,
+    owner: &mut [u32],
+    stateful: bool,
+    prev: &[u32],
+    target: &[u32],
+    released: &mut Vec<u32>,
+) {
     let m = g.members();
     let subtopologies = g.subtopology_start.len();
     let givers: Vec<usize> = (0..m).filter(|&r| prev[r] > target[r]).collect();
@@ -529,6 +598,14 @@ fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &
         }
     }
     by_excess(&mut state, false, owner);
+    // Each run's released tasks follow the ones it still holds.
+    for &r in &givers {
+        let runs = &state.runs[r];
+        for (i, &(_, first, len)) in runs.iter().enumerate() {
+            let end = runs.get(i + 1).map_or(state.held[r].len(), |run| run.1);
+            released.extend_from_slice(&state.held[r][first + len as usize..end]);
+        }
+    }
 }
 
 /// The members above target while they release: their tasks of the kind, as runs per
@@ -576,18 +653,19 @@ impl Release {
 ///    no room is not searched again, which bounds the work to about one pass over the pairs.
 /// 3. The rest go to lagging holders, the least lag first, while they have room.
 ///
-/// `unowned` is set to the stateful tasks it started from (none without local state).
+/// `unowned`: the stateful tasks without an owner, in order; `kept`: the members below target
+/// that own each task.
 fn to_warm_state(
     g: &Group,
     owner: &mut [u32],
-    unowned: &mut Vec<u32>,
+    unowned: &[u32],
+    kept: &Kept,
     deficit: &mut [u32],
     acceptable_lag: u64,
 ) {
     if g.candidates.is_empty() {
         return;
     }
-    *unowned = unowned_stateful(g, owner);
     // Per unowned stateful task: its holders with room, with their lags, best first, in one
     // flat list.
     let mut start: Vec<u32> = Vec::new();
@@ -663,6 +741,9 @@ fn to_warm_state(
     // floor (skew two).
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / g.members() as u32;
     let mut surplus = vec![0i64; g.subtopology_start.len()];
+    for &t in unowned {
+        surplus[g.task_ids[t as usize].subtopology as usize] += 1;
+    }
     let mut count = vec![0u32; keys.len()];
     // The slots by subtopology, to read their counts off `held` as each one is done.
     // A counting sort too: the order among one subtopology's slots does not matter.
@@ -687,31 +768,26 @@ fn to_warm_state(
     let mut spare: Vec<i64> = deficit.iter().map(|&d| i64::from(d)).collect();
     let lacking = deficit.iter().filter(|&&d| d > 0).count() as i64;
     let mut floors = 0i64;
-    // One pass over the stateful tasks counts the surplus, and with it the slots: a pass over
-    // every task with a slot lookup per task was this placement's largest cost at 1000
-    // members.
+    // One pass over the tasks the members below target own counts the surplus, and with it
+    // the slots: a pass over every task with a slot lookup per task was this placement's
+    // largest cost at 1000 members, and a pass over every task's owner still cost 0.8 M wasm
+    // instructions on the 1000-member churn input.
     for (s, surplus) in surplus.iter_mut().enumerate() {
         if !g.subtopology_stateful[s] {
             continue;
         }
         let f = floor(s);
         let mut have = 0i64;
-        let range = g.subtopology_tasks(s);
-        for &o in &owner[range.start as usize..range.end as usize] {
-            if o == NONE {
-                *surplus += 1;
-                continue;
+        // All below target: the members with room, none of which has released a task.
+        for &o in kept.of(s) {
+            let h = &mut held[o as usize];
+            if h.0 != s {
+                *h = (s, 0);
             }
-            if deficit[o as usize] > 0 {
-                let h = &mut held[o as usize];
-                if h.0 != s {
-                    *h = (s, 0);
-                }
-                h.1 += 1;
-                let within = h.1 <= f;
-                have += i64::from(within);
-                spare[o as usize] += i64::from(within);
-            }
+            h.1 += 1;
+            let within = h.1 <= f;
+            have += i64::from(within);
+            spare[o as usize] += i64::from(within);
         }
         *surplus -= lacking * i64::from(f) - have;
         floors += i64::from(f);
@@ -872,7 +948,14 @@ struct Room<'a> {
 // Not inlined: measured ~20K instructions fewer per 1000-member call, on all six standard
 // inputs, than with it inlined into `assign`.
 #[inline(never)]
-fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
+fn deal(
+    g: &Group,
+    owner: &mut [u32],
+    stateful: bool,
+    deficit: Vec<u32>,
+    kept: &Kept,
+    placed: &[u32],
+) {
     // Per ring position, everything the dealing reads and updates for its member, side by
     // side (a dealt task used to touch a dozen arrays, each with its bounds check); `seat_of`
     // finds a member's position. Members off the ring are never dealt to, so their counts
@@ -906,14 +989,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 && g.subtopology_tasks(s).any(|t| owner[t as usize] == NONE)
         })
         .collect();
-    // Whether any of their tasks has an owner already: when none has (a cold start), no
-    // owner needs counting.
-    let owned = dealt.iter().any(|&s| {
-        let range = g.subtopology_tasks(s);
-        owner[range.start as usize..range.end as usize]
-            .iter()
-            .any(|&o| o != NONE)
-    });
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
     // A seat's room to spare is its deficit minus the floors of the subtopologies still to
     // deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
@@ -923,26 +998,31 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
     // The seats owning each dealt subtopology's tasks, in one flat list (the `i`-th's end at
     // `ends[i]`): counted again just before it is dealt (dealing one subtopology changes no
-    // other's owners) without a second pass over all its owners.
-    let (mut holding, mut ends) = (Vec::new(), Vec::new());
-    if owned {
-        ends.reserve(dealt.len());
-        for &s in &dealt {
-            let f = floor(s);
-            let range = g.subtopology_tasks(s);
-            for &o in &owner[range.start as usize..range.end as usize] {
-                if let Some(k) = seat(o) {
-                    let h = &mut held[k as usize];
-                    if h.0 != s {
-                        *h = (s, 0);
-                    }
-                    h.1 += 1;
-                    seats[k as usize].spare += u32::from(h.1 <= f);
-                    holding.push(k);
+    // other's owners) without a second pass over all its owners. A seat is below target, so
+    // it owns what it kept and what warm state gave it: those lists are read instead of
+    // every task's owner.
+    let (mut holding, mut ends) = (Vec::new(), Vec::with_capacity(dealt.len()));
+    for &s in &dealt {
+        let f = floor(s);
+        let range = g.subtopology_tasks(s);
+        let given = &placed[placed.partition_point(|&t| t < range.start)
+            ..placed.partition_point(|&t| t < range.end)];
+        let owners = kept
+            .of(s)
+            .iter()
+            .chain(given.iter().map(|&t| &owner[t as usize]));
+        for &o in owners {
+            if let Some(k) = seat(o) {
+                let h = &mut held[k as usize];
+                if h.0 != s {
+                    *h = (s, 0);
                 }
+                h.1 += 1;
+                seats[k as usize].spare += u32::from(h.1 <= f);
+                holding.push(k);
             }
-            ends.push(holding.len());
         }
+        ends.push(holding.len());
     }
     // A member's preference as a class, the larger the better: below the floor (so below the
     // fair share too), then below the fair share, then room to spare (`width` spare values
@@ -958,14 +1038,12 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         let owners = range.start as usize..range.end as usize;
-        if owned {
-            let from = if i == 0 { 0 } else { ends[i - 1] };
-            for &k in &holding[from..ends[i]] {
-                let seat = &mut seats[k as usize];
-                seat.count += 1;
-                if seat.count <= floor {
-                    seat.spare -= 1;
-                }
+        let from = if i == 0 { 0 } else { ends[i - 1] };
+        for &k in &holding[from..ends[i]] {
+            let seat = &mut seats[k as usize];
+            seat.count += 1;
+            if seat.count <= floor {
+                seat.spare -= 1;
             }
         }
         members_in.fill(0);
