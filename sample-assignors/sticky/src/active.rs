@@ -162,6 +162,9 @@ impl Kept {
 /// at its floor for the spread, which dealing then gave another task of that subtopology).
 /// Each trade adds a caught-up placement, so the rounds end. `moved_tasks`: the stateful
 /// tasks that changed owner, in order.
+// Not inlined: natively ~50K instructions fewer per 1000-member churn call (and 16K on
+// previous) than inlined into `assign`; the same fuel.
+#[inline(never)]
 fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acceptable_lag: u64) {
     if g.candidates.is_empty() {
         return;
@@ -226,11 +229,10 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
-    let partners = |t: u32| {
-        g.candidates
-            .with_lags(t)
-            .filter(|&(_, lag)| lag <= acceptable_lag)
-            .flat_map(|(c, _)| g.members_of(g.process[c as usize]).iter().copied())
+    let partners = |t: u32| Partners {
+        g,
+        holders: g.candidates.with_lags(t),
+        acceptable_lag,
     };
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
@@ -250,7 +252,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             if o != found && !away(owner, t) {
                 continue;
             }
-            if since != NONE && partners(t).all(|c| changed[c as usize] <= since) {
+            if since != NONE && !partners(t).any(|c| changed[c as usize] > since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
@@ -310,6 +312,35 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             }
         }
         work = merged;
+    }
+}
+
+/// The members on the processes of a task's caught-up holders, as loops a closure runs in
+/// (`flat_map` compiled to an iterator whose every step was a call in wasm).
+struct Partners<'a, I> {
+    g: &'a Group,
+    holders: I,
+    acceptable_lag: u64,
+}
+
+impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
+    /// The first `f` gives of a partner, in order.
+    fn find_map<T>(self, mut f: impl FnMut(u32) -> Option<T>) -> Option<T> {
+        for (c, lag) in self.holders {
+            if lag <= self.acceptable_lag {
+                for &r in self.g.members_of(self.g.process[c as usize]) {
+                    if let Some(x) = f(r) {
+                        return Some(x);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `f` holds for a partner.
+    fn any(self, f: impl Fn(u32) -> bool) -> bool {
+        self.find_map(|r| f(r).then_some(())).is_some()
     }
 }
 
