@@ -686,6 +686,9 @@ impl Release {
 ///
 /// `unowned`: the stateful tasks without an owner, in order; `kept`: the members below target
 /// that own each task.
+// Not inlined: natively ~20K instructions fewer per 1000-member churn call (and 16K on
+// previous) than inlined into `assign`; the same fuel.
+#[inline(never)]
 fn to_warm_state(
     g: &Group,
     owner: &mut [u32],
@@ -861,13 +864,13 @@ fn to_warm_state(
         }
     };
     // Pairs by (lag, task, candidate order): step 1 takes the caught-up ones, step 3 the rest.
-    let mut pairs: Vec<(u64, u32, u32, u32)> = (0..tasks.len())
-        .flat_map(|i| {
-            (0u32..)
-                .zip(of(i))
-                .map(move |(k, &(lag, r))| (lag, i as u32, k, r))
-        })
-        .collect();
+    // Collected in plain loops: a `flat_map` compiled to a call per pair in wasm.
+    let mut pairs: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(holders.len());
+    for i in 0..tasks.len() {
+        for (k, &(lag, r)) in (0u32..).zip(of(i)) {
+            pairs.push((lag, i as u32, k, r));
+        }
+    }
     pairs.sort_unstable();
     let split = pairs.partition_point(|p| p.0 <= acceptable_lag);
     let mut placed = vec![false; tasks.len()];
