@@ -729,7 +729,15 @@ fn to_warm_state(
     let of = |i: usize| &holders[start[i] as usize..start[i + 1] as usize];
     let caught_up = |i: usize| of(i).iter().take_while(|h| h.0 <= acceptable_lag);
     let subtopology = |i: u32| g.task_ids[tasks[i as usize] as usize].subtopology as usize;
-    let fair = |s: usize| (g.subtopology_tasks(s).len() as u32).div_ceil(g.members() as u32);
+    // Per subtopology: its floor `⌊n_s/M⌋` and fair share `⌈n_s/M⌉`, looked up per pair
+    // instead of divided out.
+    let shares: Vec<(u32, u32)> = (0..g.subtopology_start.len())
+        .map(|s| {
+            let (n, m) = (g.subtopology_tasks(s).len() as u32, g.members() as u32);
+            (n / m, n.div_ceil(m))
+        })
+        .collect();
+    let (floor, fair) = (|s: usize| shares[s].0, |s: usize| shares[s].1);
     // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
     // in a sorted flat list (a map over members × subtopologies could be huge). Sorted by a
     // counting sort by holder: the tasks come in dense order, so each holder's subtopologies
@@ -773,7 +781,6 @@ fn to_warm_state(
     // its floor `⌊n_s/M⌋`. A holder already at the floor takes one only from this surplus and
     // from its own room beyond its floors, or dealing could not give every member every
     // floor (skew two).
-    let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / g.members() as u32;
     let mut surplus = vec![0i64; g.subtopology_start.len()];
     for &t in unowned {
         surplus[g.task_ids[t as usize].subtopology as usize] += 1;
@@ -844,18 +851,22 @@ fn to_warm_state(
         deficit,
     };
     // Whether `r` may take task `i`: room, below the fair share, and at the floor only from
-    // the surplus and its own spare room.
+    // the surplus and its own spare room. If so, its slot for the task's subtopology (every
+    // member looked at holds a task of it with room, so has one), for `take`; the room is
+    // looked at first, which spares the slot's search for the many holders already full.
     let allowed = |room: &Room<'_>, r: u32, i: u32| {
+        if room.deficit[r as usize] == 0 {
+            return None;
+        }
         let s = subtopology(i);
-        let c = slot(r, s).map_or(0, |k| room.count[k]);
-        room.deficit[r as usize] > 0
-            && c < fair(s)
-            && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0))
+        let k = slot(r, s)?;
+        let c = room.count[k];
+        (c < fair(s) && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0)))
+            .then_some(k)
     };
-    // `r` takes the unowned task `i`.
-    let take = |room: &mut Room<'_>, r: u32, i: u32| {
+    // `r` takes the unowned task `i`, counted in its slot `k`.
+    let take = |room: &mut Room<'_>, r: u32, i: u32, k: usize| {
         let s = subtopology(i);
-        let k = slot(r, s).expect("a holder of the task");
         room.count[k] += 1;
         room.deficit[r as usize] -= 1;
         if room.count[k] > floor(s) {
@@ -877,9 +888,11 @@ fn to_warm_state(
     // Per member: the tasks (by index) it took in step 1 or 2, which a path may move on.
     let mut took: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
     for &(_, i, _, r) in &pairs[..split] {
-        if !placed[i as usize] && allowed(&room, r, i) {
+        if !placed[i as usize]
+            && let Some(k) = allowed(&room, r, i)
+        {
             placed[i as usize] = true;
-            take(&mut room, r, i);
+            take(&mut room, r, i, k);
             took[r as usize].push(i);
         }
     }
@@ -907,8 +920,8 @@ fn to_warm_state(
         while head < queue.len() {
             let r = queue[head];
             head += 1;
-            if allowed(&room, r, i) {
-                found = Some(r);
+            if let Some(k) = allowed(&room, r, i) {
+                found = Some((r, k));
                 break;
             }
             for &j in took[r as usize].iter().filter(|&&j| subtopology(j) == s) {
@@ -929,9 +942,9 @@ fn to_warm_state(
                     }
                 }
             }
-            Some(mut r) => {
+            Some((mut r, k)) => {
                 placed[i as usize] = true;
-                take(&mut room, r, i);
+                take(&mut room, r, i, k);
                 // Walk back: each member on the path takes the task that leads to it, and the
                 // member before gives that task up (the counts of `s` stay as they were).
                 while let Some((from, j)) = via[r as usize] {
@@ -954,9 +967,11 @@ fn to_warm_state(
         }
     }
     for &(_, i, _, r) in &pairs[split..] {
-        if !placed[i as usize] && allowed(&room, r, i) {
+        if !placed[i as usize]
+            && let Some(k) = allowed(&room, r, i)
+        {
             placed[i as usize] = true;
-            take(&mut room, r, i);
+            take(&mut room, r, i, k);
             owner[tasks[i as usize] as usize] = r;
         }
     }
