@@ -25,12 +25,14 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         let range = g.subtopology_tasks(s);
         total[kind] += range.len() as u32;
         let orphaned = find_orphans && kind == 0;
+        let counts = &mut prev[kind];
         for (t, &o) in range
             .clone()
             .zip(&owner[range.start as usize..range.end as usize])
         {
-            if o != NONE {
-                prev[kind][o as usize] += 1;
+            // [`NONE`] is past every member: one bounds check tells an owner from none.
+            if let Some(count) = counts.get_mut(o as usize) {
+                *count += 1;
             } else if orphaned {
                 unowned.push(t);
                 if let Some(&lag) = g.candidates.lags_of(t).iter().min()
@@ -141,7 +143,8 @@ impl Kept {
                     owner[range.start as usize..range.end as usize]
                         .iter()
                         .copied()
-                        .filter(|&o| o != NONE && deficit[o as usize] > 0),
+                        // [`NONE`] is past every member, so has no deficit.
+                        .filter(|&o| deficit.get(o as usize).is_some_and(|&d| d > 0)),
                 );
             }
             ends.push(owners.len() as u32);
