@@ -365,7 +365,7 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
     // state to take over, then the most held, then rank.
     // The counting sort's buckets, one allocation for both kinds.
     let mut start: Vec<u32> = Vec::new();
-    let order: [Vec<u32>; 2] = [0, 1].map(|k| {
+    let mut sort = |k: usize| {
         // A stable counting sort of the members in rank order by (class, most held first):
         // no count exceeds the tasks of the kind, so the buckets are bounded by the input, and
         // it costs a fraction of a comparison sort (two sorts of 1000 packed keys were
@@ -399,7 +399,18 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
             *at += 1;
         }
         order
-    });
+    };
+    // With tasks of one kind only (or none) there is nothing to keep apart: the extras go down
+    // that kind's order, gains first, just as `disjoint` would pick them, and neither the
+    // other kind's order nor the pick is needed.
+    if let Some(k) = (0..2).find(|&k| total[1 - k] == 0) {
+        let mut targets = q.map(|q| vec![q; m]);
+        for &r in &sort(k)[..extra[k]] {
+            targets[k][r as usize] += 1;
+        }
+        return targets;
+    }
+    let order = [sort(0), sort(1)];
     // Totals stay within one if the members with an extra of one kind and those with an extra
     // of the other are disjoint (when the extras fit) or together cover everyone (when they
     // do not): the second case is the first for the members *without* an extra.
