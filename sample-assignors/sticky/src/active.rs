@@ -85,17 +85,13 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
             &targets[kind],
             &mut released,
         );
-        // What the release freed joins the unowned stateful tasks (a few, and only when some
-        // member is above target).
-        let open = if stateful && find_orphans && !released.is_empty() {
+        // What the release freed joins the unowned stateful tasks (only when some member is
+        // above target).
+        if stateful && find_orphans && !released.is_empty() {
             unowned.extend(released);
             unowned.sort_unstable();
-            &unowned[..]
-        } else if stateful {
-            &unowned[..]
-        } else {
-            &[]
-        };
+        }
+        let open: &[u32] = if stateful { &unowned } else { &[] };
         let mut deficit = std::mem::take(&mut deficits[kind]);
         // `open`: (no member above target takes a task, so none goes back to its previous
         // owner) exactly the tasks the exchange may trade, and those of them warm state placed
@@ -827,8 +823,8 @@ fn to_warm_state(
     let mut floors = 0i64;
     // One pass over the tasks the members below target own counts the surplus, and with it
     // the slots: a pass over every task with a slot lookup per task was this placement's
-    // largest cost at 1000 members, and a pass over every task's owner still cost 0.8 M wasm
-    // instructions on the 1000-member churn input.
+    // largest cost at 1000 members, and a pass over every task's owner still cost 0.8 M guest
+    // instructions per sandboxed 1000-member churn call.
     for (s, surplus) in surplus.iter_mut().enumerate() {
         if !g.subtopology_stateful[s] {
             continue;
