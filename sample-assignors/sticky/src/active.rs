@@ -16,23 +16,30 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // same pass (no reported state, no orphan to claim for).
     let mut orphans: Vec<(u64, u32)> = Vec::new();
     let find_orphans = !g.candidates.is_empty();
+    // The stateful tasks without an owner, in order, for the warm-state placement and the
+    // exchange (only with local state to place them by): found in the same pass too.
+    let mut unowned: Vec<u32> = Vec::new();
     // Subtopology by subtopology: the kind is looked up once per subtopology, not per task.
     for s in 0..g.subtopology_start.len() {
         let kind = usize::from(!g.subtopology_stateful[s]);
         let range = g.subtopology_tasks(s);
         total[kind] += range.len() as u32;
         let orphaned = find_orphans && kind == 0;
+        let counts = &mut prev[kind];
         for (t, &o) in range
             .clone()
             .zip(&owner[range.start as usize..range.end as usize])
         {
-            if o != NONE {
-                prev[kind][o as usize] += 1;
-            } else if orphaned
-                && let Some(&lag) = g.candidates.lags_of(t).iter().min()
-                && lag <= acceptable_lag
-            {
-                orphans.push((lag, t));
+            // [`NONE`] is past every member: one bounds check tells an owner from none.
+            if let Some(count) = counts.get_mut(o as usize) {
+                *count += 1;
+            } else if orphaned {
+                unowned.push(t);
+                if let Some(&lag) = g.candidates.lags_of(t).iter().min()
+                    && lag <= acceptable_lag
+                {
+                    orphans.push((lag, t));
+                }
             }
         }
     }
@@ -58,42 +65,96 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     }
     let warm: Vec<bool> = (0..m).map(|r| prev[0][r] + claims[r] > floor).collect();
     let targets = targets(m, total, &prev, &warm);
-    for kind in 0..2 {
+    // Per kind: what each member lacks of its target.
+    let mut deficits = [0, 1].map(|k| {
+        (0..m)
+            .map(|r| targets[k][r] - prev[k][r].min(targets[k][r]))
+            .collect::<Vec<u32>>()
+    });
+    let kept = Kept::new(g, &owner, &prev, &deficits);
+    // A kind without tasks has nothing to release, place or deal (its passes over the members
+    // alone cost ~65K wasm instructions at 1000 members).
+    for kind in (0..2).filter(|&k| total[k] > 0) {
         let stateful = kind == 0;
-        release(g, &mut owner, stateful, &prev[kind], &targets[kind]);
-        let mut deficit: Vec<u32> = (0..m)
-            .map(|r| targets[kind][r] - prev[kind][r].min(targets[kind][r]))
-            .collect();
-        // The stateful tasks warm state found without an owner, in order: (no member above
-        // target takes a task, so none goes back to its previous owner) exactly the tasks
-        // the exchange may trade.
-        let mut open = Vec::new();
-        if stateful {
-            to_warm_state(g, &mut owner, &mut open, &mut deficit, acceptable_lag);
+        let mut released = Vec::new();
+        release(
+            g,
+            &mut owner,
+            stateful,
+            &prev[kind],
+            &targets[kind],
+            &mut released,
+        );
+        // What the release freed joins the unowned stateful tasks (only when some member is
+        // above target).
+        if stateful && find_orphans && !released.is_empty() {
+            unowned.extend(released);
+            unowned.sort_unstable();
         }
-        deal(g, &mut owner, stateful, deficit);
+        let open: &[u32] = if stateful { &unowned } else { &[] };
+        let mut deficit = std::mem::take(&mut deficits[kind]);
+        // `open`: (no member above target takes a task, so none goes back to its previous
+        // owner) exactly the tasks the exchange may trade, and those of them warm state placed
+        // are what dealing counts beyond the kept tasks.
         if stateful {
-            exchange_to_caught_up(g, &mut owner, &open, acceptable_lag);
+            to_warm_state(g, &mut owner, open, &kept, &mut deficit, acceptable_lag);
+        }
+        deal(g, &mut owner, stateful, deficit, &kept, open);
+        if stateful {
+            exchange_to_caught_up(g, &mut owner, open, acceptable_lag);
         }
     }
     owner
 }
 
-/// The stateful tasks without an owner, in order.
-fn unowned_stateful(g: &Group, owner: &[u32]) -> Vec<u32> {
-    let mut unowned = Vec::new();
-    // Over the stateful subtopologies' owners as slices: no lookup of the kind and no bounds
-    // check per task.
-    for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
-        let range = g.subtopology_tasks(s);
-        unowned.extend(
-            (range.start..)
-                .zip(&owner[range.start as usize..range.end as usize])
-                .filter(|&(_, &o)| o == NONE)
-                .map(|(t, _)| t),
-        );
+/// Per subtopology, the owners of its tasks that are below their target of the task's kind
+/// (so they keep all they held), one per task, in task order: what the warm-state placement
+/// and dealing count of the members with room, found in one pass over the tasks instead of a
+/// pass over them each.
+struct Kept {
+    owners: Vec<u32>,
+    /// Per subtopology: where its owners end in `owners`.
+    ends: Vec<u32>,
+}
+
+impl Kept {
+    /// Collects the owners in `owner` with a `deficit` of the task's kind (`prev`: what they
+    /// held).
+    fn new(g: &Group, owner: &[u32], prev: &[Vec<u32>; 2], deficit: &[Vec<u32>; 2]) -> Self {
+        // Sized exactly (what those members held): one allocation, and no pass when they held
+        // nothing.
+        let len: u32 = (0..2)
+            .map(|k| {
+                (prev[k].iter().zip(&deficit[k]))
+                    .filter(|&(_, &d)| d > 0)
+                    .map(|(&p, _)| p)
+                    .sum::<u32>()
+            })
+            .sum();
+        let mut owners = Vec::with_capacity(len as usize);
+        let mut ends = Vec::with_capacity(g.subtopology_start.len());
+        for s in 0..g.subtopology_start.len() {
+            let deficit = &deficit[usize::from(!g.subtopology_stateful[s])];
+            let range = g.subtopology_tasks(s);
+            if len > 0 {
+                owners.extend(
+                    owner[range.start as usize..range.end as usize]
+                        .iter()
+                        .copied()
+                        // [`NONE`] is past every member, so has no deficit.
+                        .filter(|&o| deficit.get(o as usize).is_some_and(|&d| d > 0)),
+                );
+            }
+            ends.push(owners.len() as u32);
+        }
+        Self { owners, ends }
     }
-    unowned
+
+    /// The owners below target of subtopology `s`'s tasks.
+    fn of(&self, s: usize) -> &[u32] {
+        let from = if s == 0 { 0 } else { self.ends[s - 1] as usize };
+        &self.owners[from..self.ends[s] as usize]
+    }
 }
 
 /// Trades owners of two stateful tasks of one subtopology that both moved, wherever that puts
@@ -102,6 +163,9 @@ fn unowned_stateful(g: &Group, owner: &[u32]) -> Vec<u32> {
 /// at its floor for the spread, which dealing then gave another task of that subtopology).
 /// Each trade adds a caught-up placement, so the rounds end. `moved_tasks`: the stateful
 /// tasks that changed owner, in order.
+// Not inlined: natively ~50K instructions fewer per 1000-member churn call (and 16K on
+// previous) than inlined into `assign`; the same fuel.
+#[inline(never)]
 fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acceptable_lag: u64) {
     if g.candidates.is_empty() {
         return;
@@ -166,11 +230,10 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
-    let partners = |t: u32| {
-        g.candidates
-            .with_lags(t)
-            .filter(|&(_, lag)| lag <= acceptable_lag)
-            .flat_map(|(c, _)| g.members_of(g.process[c as usize]).iter().copied())
+    let partners = |t: u32| Partners {
+        g,
+        holders: g.candidates.with_lags(t),
+        acceptable_lag,
     };
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
@@ -190,7 +253,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             if o != found && !away(owner, t) {
                 continue;
             }
-            if since != NONE && partners(t).all(|c| changed[c as usize] <= since) {
+            if since != NONE && !partners(t).any(|c| changed[c as usize] > since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
@@ -253,6 +316,35 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     }
 }
 
+/// The members on the processes of a task's caught-up holders, as loops a closure runs in
+/// (`flat_map` compiled to an iterator whose every step was a call in wasm).
+struct Partners<'a, I> {
+    g: &'a Group,
+    holders: I,
+    acceptable_lag: u64,
+}
+
+impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
+    /// The first `f` gives of a partner, in order.
+    fn find_map<T>(self, mut f: impl FnMut(u32) -> Option<T>) -> Option<T> {
+        for (c, lag) in self.holders {
+            if lag <= self.acceptable_lag {
+                for &r in self.g.members_of(self.g.process[c as usize]) {
+                    if let Some(x) = f(r) {
+                        return Some(x);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `f` holds for a partner.
+    fn any(self, f: impl Fn(u32) -> bool) -> bool {
+        self.find_map(|r| f(r).then_some(())).is_some()
+    }
+}
+
 /// Per kind (stateful, stateless), each member's target active count.
 ///
 /// Each kind gives every member `⌊n/M⌋` and `n mod M` members one more. Which members get the
@@ -271,7 +363,7 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
     // state to take over, then the most held, then rank.
     // The counting sort's buckets, one allocation for both kinds.
     let mut start: Vec<u32> = Vec::new();
-    let order: [Vec<u32>; 2] = [0, 1].map(|k| {
+    let mut sort = |k: usize| {
         // A stable counting sort of the members in rank order by (class, most held first):
         // no count exceeds the tasks of the kind, so the buckets are bounded by the input, and
         // it costs a fraction of a comparison sort (two sorts of 1000 packed keys were
@@ -305,7 +397,18 @@ fn targets(m: usize, total: [u32; 2], prev: &[Vec<u32>; 2], warm: &[bool]) -> [V
             *at += 1;
         }
         order
-    });
+    };
+    // With tasks of one kind only (or none) there is nothing to keep apart: the extras go down
+    // that kind's order, gains first, just as `disjoint` would pick them, and neither the
+    // other kind's order nor the pick is needed.
+    if let Some(k) = (0..2).find(|&k| total[1 - k] == 0) {
+        let mut targets = q.map(|q| vec![q; m]);
+        for &r in &sort(k)[..extra[k]] {
+            targets[k][r as usize] += 1;
+        }
+        return targets;
+    }
+    let order = [sort(0), sort(1)];
     // Totals stay within one if the members with an extra of one kind and those with an extra
     // of the other are disjoint (when the extras fit) or together cover everyone (when they
     // do not): the second case is the first for the members *without* an extra.
@@ -375,7 +478,16 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
 /// 3. the rest from the subtopologies where they hold the most beyond the fair share, ties to
 ///    the subtopology released least so far, so that what is handed out covers the
 ///    subtopologies evenly.
-fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &[u32]) {
+///
+/// The tasks given up are added to `released`.
+fn release(
+    g: &Group,
+    owner: &mut [u32],
+    stateful: bool,
+    prev: &[u32],
+    target: &[u32],
+    released: &mut Vec<u32>,
+) {
     let m = g.members();
     let subtopologies = g.subtopology_start.len();
     let givers: Vec<usize> = (0..m).filter(|&r| prev[r] > target[r]).collect();
@@ -529,6 +641,14 @@ fn release(g: &Group, owner: &mut [u32], stateful: bool, prev: &[u32], target: &
         }
     }
     by_excess(&mut state, false, owner);
+    // Each run's released tasks follow the ones it still holds.
+    for &r in &givers {
+        let runs = &state.runs[r];
+        for (i, &(_, first, len)) in runs.iter().enumerate() {
+            let end = runs.get(i + 1).map_or(state.held[r].len(), |run| run.1);
+            released.extend_from_slice(&state.held[r][first + len as usize..end]);
+        }
+    }
 }
 
 /// The members above target while they release: their tasks of the kind, as runs per
@@ -576,18 +696,22 @@ impl Release {
 ///    no room is not searched again, which bounds the work to about one pass over the pairs.
 /// 3. The rest go to lagging holders, the least lag first, while they have room.
 ///
-/// `unowned` is set to the stateful tasks it started from (none without local state).
+/// `unowned`: the stateful tasks without an owner, in order; `kept`: the members below target
+/// that own each task.
+// Not inlined: natively ~20K instructions fewer per 1000-member churn call (and 16K on
+// previous) than inlined into `assign`; the same fuel.
+#[inline(never)]
 fn to_warm_state(
     g: &Group,
     owner: &mut [u32],
-    unowned: &mut Vec<u32>,
+    unowned: &[u32],
+    kept: &Kept,
     deficit: &mut [u32],
     acceptable_lag: u64,
 ) {
     if g.candidates.is_empty() {
         return;
     }
-    *unowned = unowned_stateful(g, owner);
     // Per unowned stateful task: its holders with room, with their lags, best first, in one
     // flat list.
     let mut start: Vec<u32> = Vec::new();
@@ -617,7 +741,15 @@ fn to_warm_state(
     let of = |i: usize| &holders[start[i] as usize..start[i + 1] as usize];
     let caught_up = |i: usize| of(i).iter().take_while(|h| h.0 <= acceptable_lag);
     let subtopology = |i: u32| g.task_ids[tasks[i as usize] as usize].subtopology as usize;
-    let fair = |s: usize| (g.subtopology_tasks(s).len() as u32).div_ceil(g.members() as u32);
+    // Per subtopology: its floor `⌊n_s/M⌋` and fair share `⌈n_s/M⌉`, looked up per pair
+    // instead of divided out.
+    let shares: Vec<(u32, u32)> = (0..g.subtopology_start.len())
+        .map(|s| {
+            let (n, m) = (g.subtopology_tasks(s).len() as u32, g.members() as u32);
+            (n / m, n.div_ceil(m))
+        })
+        .collect();
+    let (floor, fair) = (|s: usize| shares[s].0, |s: usize| shares[s].1);
     // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
     // in a sorted flat list (a map over members × subtopologies could be huge). Sorted by a
     // counting sort by holder: the tasks come in dense order, so each holder's subtopologies
@@ -661,8 +793,10 @@ fn to_warm_state(
     // its floor `⌊n_s/M⌋`. A holder already at the floor takes one only from this surplus and
     // from its own room beyond its floors, or dealing could not give every member every
     // floor (skew two).
-    let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / g.members() as u32;
     let mut surplus = vec![0i64; g.subtopology_start.len()];
+    for &t in unowned {
+        surplus[g.task_ids[t as usize].subtopology as usize] += 1;
+    }
     let mut count = vec![0u32; keys.len()];
     // The slots by subtopology, to read their counts off `held` as each one is done.
     // A counting sort too: the order among one subtopology's slots does not matter.
@@ -687,31 +821,26 @@ fn to_warm_state(
     let mut spare: Vec<i64> = deficit.iter().map(|&d| i64::from(d)).collect();
     let lacking = deficit.iter().filter(|&&d| d > 0).count() as i64;
     let mut floors = 0i64;
-    // One pass over the stateful tasks counts the surplus, and with it the slots: a pass over
-    // every task with a slot lookup per task was this placement's largest cost at 1000
-    // members.
+    // One pass over the tasks the members below target own counts the surplus, and with it
+    // the slots: a pass over every task with a slot lookup per task was this placement's
+    // largest cost at 1000 members, and a pass over every task's owner still cost 0.8 M guest
+    // instructions per sandboxed 1000-member churn call.
     for (s, surplus) in surplus.iter_mut().enumerate() {
         if !g.subtopology_stateful[s] {
             continue;
         }
         let f = floor(s);
         let mut have = 0i64;
-        let range = g.subtopology_tasks(s);
-        for &o in &owner[range.start as usize..range.end as usize] {
-            if o == NONE {
-                *surplus += 1;
-                continue;
+        // All below target: the members with room, none of which has released a task.
+        for &o in kept.of(s) {
+            let h = &mut held[o as usize];
+            if h.0 != s {
+                *h = (s, 0);
             }
-            if deficit[o as usize] > 0 {
-                let h = &mut held[o as usize];
-                if h.0 != s {
-                    *h = (s, 0);
-                }
-                h.1 += 1;
-                let within = h.1 <= f;
-                have += i64::from(within);
-                spare[o as usize] += i64::from(within);
-            }
+            h.1 += 1;
+            let within = h.1 <= f;
+            have += i64::from(within);
+            spare[o as usize] += i64::from(within);
         }
         *surplus -= lacking * i64::from(f) - have;
         floors += i64::from(f);
@@ -734,18 +863,22 @@ fn to_warm_state(
         deficit,
     };
     // Whether `r` may take task `i`: room, below the fair share, and at the floor only from
-    // the surplus and its own spare room.
+    // the surplus and its own spare room. If so, its slot for the task's subtopology (every
+    // member looked at holds a task of it with room, so has one), for `take`; the room is
+    // looked at first, which spares the slot's search for the many holders already full.
     let allowed = |room: &Room<'_>, r: u32, i: u32| {
+        if room.deficit[r as usize] == 0 {
+            return None;
+        }
         let s = subtopology(i);
-        let c = slot(r, s).map_or(0, |k| room.count[k]);
-        room.deficit[r as usize] > 0
-            && c < fair(s)
-            && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0))
+        let k = slot(r, s)?;
+        let c = room.count[k];
+        (c < fair(s) && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0)))
+            .then_some(k)
     };
-    // `r` takes the unowned task `i`.
-    let take = |room: &mut Room<'_>, r: u32, i: u32| {
+    // `r` takes the unowned task `i`, counted in its slot `k`.
+    let take = |room: &mut Room<'_>, r: u32, i: u32, k: usize| {
         let s = subtopology(i);
-        let k = slot(r, s).expect("a holder of the task");
         room.count[k] += 1;
         room.deficit[r as usize] -= 1;
         if room.count[k] > floor(s) {
@@ -754,22 +887,24 @@ fn to_warm_state(
         }
     };
     // Pairs by (lag, task, candidate order): step 1 takes the caught-up ones, step 3 the rest.
-    let mut pairs: Vec<(u64, u32, u32, u32)> = (0..tasks.len())
-        .flat_map(|i| {
-            (0u32..)
-                .zip(of(i))
-                .map(move |(k, &(lag, r))| (lag, i as u32, k, r))
-        })
-        .collect();
+    // Collected in plain loops: a `flat_map` compiled to a call per pair in wasm.
+    let mut pairs: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(holders.len());
+    for i in 0..tasks.len() {
+        for (k, &(lag, r)) in (0u32..).zip(of(i)) {
+            pairs.push((lag, i as u32, k, r));
+        }
+    }
     pairs.sort_unstable();
     let split = pairs.partition_point(|p| p.0 <= acceptable_lag);
     let mut placed = vec![false; tasks.len()];
     // Per member: the tasks (by index) it took in step 1 or 2, which a path may move on.
     let mut took: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
     for &(_, i, _, r) in &pairs[..split] {
-        if !placed[i as usize] && allowed(&room, r, i) {
+        if !placed[i as usize]
+            && let Some(k) = allowed(&room, r, i)
+        {
             placed[i as usize] = true;
-            take(&mut room, r, i);
+            take(&mut room, r, i, k);
             took[r as usize].push(i);
         }
     }
@@ -797,8 +932,8 @@ fn to_warm_state(
         while head < queue.len() {
             let r = queue[head];
             head += 1;
-            if allowed(&room, r, i) {
-                found = Some(r);
+            if let Some(k) = allowed(&room, r, i) {
+                found = Some((r, k));
                 break;
             }
             for &j in took[r as usize].iter().filter(|&&j| subtopology(j) == s) {
@@ -819,9 +954,9 @@ fn to_warm_state(
                     }
                 }
             }
-            Some(mut r) => {
+            Some((mut r, k)) => {
                 placed[i as usize] = true;
-                take(&mut room, r, i);
+                take(&mut room, r, i, k);
                 // Walk back: each member on the path takes the task that leads to it, and the
                 // member before gives that task up (the counts of `s` stay as they were).
                 while let Some((from, j)) = via[r as usize] {
@@ -844,9 +979,11 @@ fn to_warm_state(
         }
     }
     for &(_, i, _, r) in &pairs[split..] {
-        if !placed[i as usize] && allowed(&room, r, i) {
+        if !placed[i as usize]
+            && let Some(k) = allowed(&room, r, i)
+        {
             placed[i as usize] = true;
-            take(&mut room, r, i);
+            take(&mut room, r, i, k);
             owner[tasks[i as usize] as usize] = r;
         }
     }
@@ -872,7 +1009,14 @@ struct Room<'a> {
 // Not inlined: measured ~20K instructions fewer per 1000-member call, on all six standard
 // inputs, than with it inlined into `assign`.
 #[inline(never)]
-fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
+fn deal(
+    g: &Group,
+    owner: &mut [u32],
+    stateful: bool,
+    deficit: Vec<u32>,
+    kept: &Kept,
+    placed: &[u32],
+) {
     // Per ring position, everything the dealing reads and updates for its member, side by
     // side (a dealt task used to touch a dozen arrays, each with its bounds check); `seat_of`
     // finds a member's position. Members off the ring are never dealt to, so their counts
@@ -906,14 +1050,6 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
                 && g.subtopology_tasks(s).any(|t| owner[t as usize] == NONE)
         })
         .collect();
-    // Whether any of their tasks has an owner already: when none has (a cold start), no
-    // owner needs counting.
-    let owned = dealt.iter().any(|&s| {
-        let range = g.subtopology_tasks(s);
-        owner[range.start as usize..range.end as usize]
-            .iter()
-            .any(|&o| o != NONE)
-    });
     let floor = |s: usize| g.subtopology_tasks(s).len() as u32 / m;
     // A seat's room to spare is its deficit minus the floors of the subtopologies still to
     // deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
@@ -923,26 +1059,31 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
     // The seats owning each dealt subtopology's tasks, in one flat list (the `i`-th's end at
     // `ends[i]`): counted again just before it is dealt (dealing one subtopology changes no
-    // other's owners) without a second pass over all its owners.
-    let (mut holding, mut ends) = (Vec::new(), Vec::new());
-    if owned {
-        ends.reserve(dealt.len());
-        for &s in &dealt {
-            let f = floor(s);
-            let range = g.subtopology_tasks(s);
-            for &o in &owner[range.start as usize..range.end as usize] {
-                if let Some(k) = seat(o) {
-                    let h = &mut held[k as usize];
-                    if h.0 != s {
-                        *h = (s, 0);
-                    }
-                    h.1 += 1;
-                    seats[k as usize].spare += u32::from(h.1 <= f);
-                    holding.push(k);
+    // other's owners) without a second pass over all its owners. A seat is below target, so
+    // it owns what it kept and what warm state gave it: those lists are read instead of
+    // every task's owner.
+    let (mut holding, mut ends) = (Vec::new(), Vec::with_capacity(dealt.len()));
+    for &s in &dealt {
+        let f = floor(s);
+        let range = g.subtopology_tasks(s);
+        let given = &placed[placed.partition_point(|&t| t < range.start)
+            ..placed.partition_point(|&t| t < range.end)];
+        let owners = kept
+            .of(s)
+            .iter()
+            .chain(given.iter().map(|&t| &owner[t as usize]));
+        for &o in owners {
+            if let Some(k) = seat(o) {
+                let h = &mut held[k as usize];
+                if h.0 != s {
+                    *h = (s, 0);
                 }
+                h.1 += 1;
+                seats[k as usize].spare += u32::from(h.1 <= f);
+                holding.push(k);
             }
-            ends.push(holding.len());
         }
+        ends.push(holding.len());
     }
     // A member's preference as a class, the larger the better: below the floor (so below the
     // fair share too), then below the fair share, then room to spare (`width` spare values
@@ -958,14 +1099,12 @@ fn deal(g: &Group, owner: &mut [u32], stateful: bool, deficit: Vec<u32>) {
         let range = g.subtopology_tasks(s);
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         let owners = range.start as usize..range.end as usize;
-        if owned {
-            let from = if i == 0 { 0 } else { ends[i - 1] };
-            for &k in &holding[from..ends[i]] {
-                let seat = &mut seats[k as usize];
-                seat.count += 1;
-                if seat.count <= floor {
-                    seat.spare -= 1;
-                }
+        let from = if i == 0 { 0 } else { ends[i - 1] };
+        for &k in &holding[from..ends[i]] {
+            let seat = &mut seats[k as usize];
+            seat.count += 1;
+            if seat.count <= floor {
+                seat.spare -= 1;
             }
         }
         members_in.fill(0);
