@@ -396,18 +396,23 @@ impl Candidates {
         self.members.is_empty()
     }
 
-    /// The range of dense task `t`'s candidates in `members` and `lags` (empty when no task
-    /// has any: then `start` is too, and one bounds check covers both cases).
+    /// The range of dense task `t`'s candidates in `members` and `lags`.
     fn range(&self, t: u32) -> std::ops::Range<usize> {
-        match self.start.get(t as usize..t as usize + 2) {
-            Some(&[from, to]) => from as usize..to as usize,
-            _ => 0..0,
-        }
+        range(&self.start, t)
     }
 
     /// The candidates for dense task `t`, best first.
     pub fn of(&self, t: u32) -> &[u32] {
-        &self.members[self.range(t)]
+        self.lists().of(t)
+    }
+
+    /// [`Candidates::of`] for a loop over the tasks: the lists as slices a loop keeps in
+    /// locals (read through `&self`, the vectors were loaded from memory again per task).
+    pub fn lists(&self) -> Lists<'_> {
+        Lists {
+            start: &self.start,
+            members: &self.members,
+        }
     }
 
     /// The lags of [`Candidates::of`]`(t)`, in the same order.
@@ -419,6 +424,30 @@ impl Candidates {
     pub fn with_lags(&self, t: u32) -> impl Iterator<Item = (u32, u64)> + use<'_> {
         let range = self.range(t);
         (self.members[range.clone()].iter().copied()).zip(self.lags[range].iter().copied())
+    }
+}
+
+/// The candidates of every dense task, best first, as plain slices (see
+/// [`Candidates::lists`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Lists<'a> {
+    start: &'a [u32],
+    members: &'a [u32],
+}
+
+impl<'a> Lists<'a> {
+    /// The candidates for dense task `t`, best first.
+    pub fn of(self, t: u32) -> &'a [u32] {
+        &self.members[range(self.start, t)]
+    }
+}
+
+/// The range of dense task `t`'s candidates given their `start`s (empty when no task has any:
+/// then `start` is too, and one bounds check covers both cases).
+fn range(start: &[u32], t: u32) -> std::ops::Range<usize> {
+    match start.get(t as usize..t as usize + 2) {
+        Some(&[from, to]) => from as usize..to as usize,
+        _ => 0..0,
     }
 }
 

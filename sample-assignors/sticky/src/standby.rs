@@ -275,6 +275,7 @@ fn keep_tasks(
     left: &mut [u32],
     kept: &mut Kept,
 ) {
+    let candidates = previous.candidates.lists();
     // A stateful subtopology at a time, its tasks' slots, owners and previous owners walked
     // side by side (stateful tasks are these ranges in order).
     for s in (0..g.subtopology_start.len()).filter(|&s| g.subtopology_stateful[s]) {
@@ -303,7 +304,7 @@ fn keep_tasks(
                 n == per_task
             };
             let full = (prev != NONE && prev != o && consider(prev))
-                || previous.candidates.of(t).iter().any(|&c| consider(c));
+                || candidates.of(t).iter().any(|&c| consider(c));
             if !full {
                 kept.open.push(t);
                 kept.blocked[active_process as usize] += 1;
