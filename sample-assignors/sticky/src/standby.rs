@@ -911,30 +911,55 @@ fn targets(
             .sum()
     };
     let (mut below, mut at) = (Vec::new(), Vec::new());
-    // The level is at least the least loaded member's plus one; the search doubles its step
-    // from there until the level is reached (it is by the top active count plus `total`).
+    let enough = |level: u32, room_at: &mut Vec<u64>| {
+        room(level, room_at);
+        reach(room_at) >= total
+    };
+    // The level is at least the least loaded member's plus one. Where no cap binds and the
+    // active counts differ by at most one (the usual case), it is the average load rounded
+    // up: that guess and the level below it settle it in two passes over the members, where
+    // a search from the least loaded member took several. Otherwise the search doubles its
+    // step from the bounds found until the level is reached (it is by the top active count
+    // plus `total`).
     let least = active.iter().min().copied().unwrap_or(0);
-    let (mut lo, mut step) = (least + 1, (total as u32).div_ceil(m as u32).max(1));
-    let mut hi = loop {
-        room(lo + step, &mut at);
-        if reach(&at) >= total {
-            break lo + step;
-        }
-        lo += step + 1;
-        step *= 2;
+    let load: u64 = active.iter().map(|&a| u64::from(a)).sum::<u64>() + total;
+    let guess = (load.div_ceil(m as u64) as u32).max(least + 1);
+    let (mut lo, mut hi);
+    let settled = if enough(guess, &mut at) {
+        let exact = guess == least + 1 || !enough(guess - 1, &mut below);
+        (lo, hi) = if exact {
+            (guess, guess)
+        } else {
+            (least + 1, guess - 1)
+        };
+        exact
+    } else {
+        lo = guess + 1;
+        let mut step = (total as u32).div_ceil(m as u32).max(1);
+        hi = loop {
+            if enough(lo + step, &mut at) {
+                break lo + step;
+            }
+            lo += step + 1;
+            step *= 2;
+        };
+        false
     };
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        room(mid, &mut at);
-        if reach(&at) >= total {
+        if enough(mid, &mut at) {
             hi = mid;
         } else {
             lo = mid + 1;
         }
     }
     let level = lo;
-    room(level - 1, &mut below);
-    room(level, &mut at);
+    // Settled by the guess: `at` holds the room at `level`, and `below` at `level - 1` unless
+    // that is the least loaded member's level (no room).
+    if !settled || level == least + 1 {
+        room(level - 1, &mut below);
+        room(level, &mut at);
+    }
     // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
     // a process whose cap is reached below `level - 1`.
     let mut extras: Vec<Option<u64>> = Vec::with_capacity(cap.len());
