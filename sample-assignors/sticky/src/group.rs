@@ -170,8 +170,10 @@ impl Group {
         let mut offsets = Vec::with_capacity(reported);
         for (rank, &i) in (0u32..).zip(&input_index) {
             let m = &members[i];
-            for d in m.active_tasks.iter().filter_map(dense) {
-                if prev_owner[d as usize] == NONE {
+            for t in m.active_tasks.iter() {
+                if let Some(d) = dense(t)
+                    && prev_owner[d as usize] == NONE
+                {
                     prev_owner[d as usize] = rank;
                 }
             }
