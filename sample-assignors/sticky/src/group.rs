@@ -8,7 +8,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeMap;
 
-use assignor_sdk::{GroupSpec, Member, TaskId, Topology};
+use assignor_sdk::{GroupSpec, TaskId, Topology};
 
 /// "Nobody": an absent member, owner or process.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -154,39 +154,67 @@ impl Group {
         };
         let mut prev_owner = vec![NONE; task_ids.len()];
         let mut prev_standbys = vec![0u32; members.len()];
-        // (task, previous standby first, highest offset first, rank): Kafka's candidate order.
-        let reported = |f: fn(&Member) -> usize| members.iter().map(f).sum();
-        let mut candidates = Counted::new(
-            reported(|m| m.standby_tasks.len() + m.warmup_tasks.len() + m.task_offsets.len()),
-            task_ids.len(),
-        );
-        let mut offsets = Vec::with_capacity(reported(|m| m.task_offsets.len()));
+        // The candidates, counted per task on the way in (so indexing them needs no counting
+        // pass over them). Most are current standbys reporting no offset, which only their
+        // rank orders (lag 0): those as (task, rank), 8 bytes rather than a `Candidate`'s 32,
+        // and in rank order per task as members come, so they need no sort either.
+        let (mut standbys, mut warmups, mut reported) = (0, 0, 0);
+        for m in members {
+            standbys += m.standby_tasks.len();
+            warmups += m.warmup_tasks.len();
+            reported += m.task_offsets.len();
+        }
+        let mut plain = Vec::with_capacity(standbys);
+        let mut rich: Vec<Candidate> = Vec::with_capacity(warmups + reported);
+        let mut count = counts(standbys + warmups + reported, task_ids.len());
+        let mut offsets = Vec::with_capacity(reported);
         for (rank, &i) in (0u32..).zip(&input_index) {
             let m = &members[i];
-            for d in m.active_tasks.iter().filter_map(dense) {
-                if prev_owner[d as usize] == NONE {
+            for t in m.active_tasks.iter() {
+                if let Some(d) = dense(t)
+                    && prev_owner[d as usize] == NONE
+                {
                     prev_owner[d as usize] = rank;
                 }
             }
-            let offset = |t: &TaskId| m.task_offsets.get(t).copied();
-            // `stateful` checks the topology and the kind in one lookup.
-            for (t, d) in m
-                .standby_tasks
-                .iter()
-                .filter_map(|t| Some((t, stateful(t)?)))
-            {
-                prev_standbys[rank as usize] += 1;
-                let off = offset(t);
-                let lag = off.map_or(0, |o| lag(d, Some(o)));
-                candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag));
+            if !m.standby_tasks.is_empty() {
+                // `stateful` checks the topology and the kind in one lookup.
+                let standbys = m
+                    .standby_tasks
+                    .iter()
+                    .filter_map(|t| Some((t, stateful(t)?)));
+                let held = plain.len() + rich.len();
+                if m.task_offsets.is_empty() {
+                    // No offsets (the usual case): no lookup per standby.
+                    for (_, d) in standbys {
+                        count[d as usize] += 1;
+                        plain.push((d, rank));
+                    }
+                } else {
+                    for (t, d) in standbys {
+                        count[d as usize] += 1;
+                        match m.task_offsets.get(t) {
+                            Some(&off) => {
+                                rich.push((d, false, Reverse(off), rank, lag(d, Some(off))));
+                            }
+                            None => plain.push((d, rank)),
+                        }
+                    }
+                }
+                prev_standbys[rank as usize] = (plain.len() + rich.len() - held) as u32;
             }
+            let offset = |t: &TaskId| m.task_offsets.get(t).copied();
+            let mut push = |c: Candidate| {
+                count[c.0 as usize] += 1;
+                rich.push(c);
+            };
             // A warm-up is a standby being caught up: it counts as one for stickiness.
             for t in m.warmup_tasks.iter() {
                 if let Some(d) = stateful(t)
                     && !m.standby_tasks.contains(t)
                 {
                     let off = offset(t);
-                    candidates.push((d, false, Reverse(off.unwrap_or(0)), rank, lag(d, off)));
+                    push((d, false, Reverse(off.unwrap_or(0)), rank, lag(d, off)));
                 }
             }
             // Offsets alone mean state on local disk, e.g. after a restart under a new member id.
@@ -196,7 +224,7 @@ impl Group {
                 };
                 offsets.push((d, rank, off));
                 if !m.standby_tasks.contains(t) && !m.warmup_tasks.contains(t) {
-                    candidates.push((d, true, Reverse(off), rank, lag(d, Some(off))));
+                    push((d, true, Reverse(off), rank, lag(d, Some(off))));
                 }
             }
         }
@@ -204,7 +232,7 @@ impl Group {
         // the few reported offsets (a run per member, merged) costs less than bucketing them
         // over every task.
         offsets.sort_by_key(|o| o.0);
-        let candidates = Candidates::index(candidates);
+        let candidates = Candidates::index(plain, rich, count);
 
         let (tags, tag_values) = tag_values(group, &input_index, &process, process_count);
         Self {
@@ -270,40 +298,6 @@ impl Group {
 /// lag), ordered the way Kafka ranks them (the lag rides along: ranks are unique per task).
 pub(crate) type Candidate = (u32, bool, Reverse<i64>, u32, u64);
 
-/// Candidates as they are collected, counted per task on the way in (so indexing them needs
-/// no counting pass over them), noting the tasks that get more than one.
-struct Counted {
-    all: Vec<Candidate>,
-    start: Vec<u32>,
-    several: Vec<usize>,
-}
-
-impl Counted {
-    /// Room for `capacity` candidates of `tasks` dense tasks.
-    fn new(capacity: usize, tasks: usize) -> Self {
-        Self {
-            all: Vec::with_capacity(capacity),
-            start: counts(capacity, tasks),
-            several: Vec::new(),
-        }
-    }
-
-    /// Adds `c`, counting it.
-    fn push(&mut self, c: Candidate) {
-        self.count(c.0);
-        self.all.push(c);
-    }
-
-    /// Counts one more candidate for dense task `t`.
-    fn count(&mut self, t: u32) {
-        let n = &mut self.start[t as usize];
-        *n += 1;
-        if *n == 2 {
-            self.several.push(t as usize);
-        }
-    }
-}
-
 /// A count per task and one more for the prefix sums to end on, for up to `candidates`
 /// candidates of `tasks` dense tasks; none when there are none to count (most cold starts).
 fn counts(candidates: usize, tasks: usize) -> Vec<u32> {
@@ -325,63 +319,70 @@ pub(crate) struct Candidates {
 impl Candidates {
     /// Indexes `candidates` for `tasks` dense tasks.
     pub fn new(candidates: Vec<Candidate>, tasks: usize) -> Self {
-        let mut counted = Counted {
-            all: Vec::new(),
-            start: counts(candidates.len(), tasks),
-            several: Vec::new(),
-        };
+        let mut count = counts(candidates.len(), tasks);
         for c in &candidates {
-            counted.count(c.0);
+            count[c.0 as usize] += 1;
         }
-        counted.all = candidates;
-        Self::index(counted)
+        Self::index(Vec::new(), candidates, count)
     }
 
-    /// Indexes candidates counted per task as they were collected.
-    fn index(counted: Counted) -> Self {
-        let Counted {
-            all: candidates,
-            mut start,
-            several,
-        } = counted;
-        if candidates.is_empty() {
+    /// Indexes candidates counted per task (`start`, a count per dense task and a 0) as they
+    /// were collected: `plain` ones as (task, rank), ordered by rank alone (no offset, lag 0)
+    /// and coming in rank order per task, and the `rich` rest in any order.
+    fn index(plain: Vec<(u32, u32)>, rich: Vec<Candidate>, mut start: Vec<u32>) -> Self {
+        let len = plain.len() + rich.len();
+        if len == 0 {
             return Self {
                 start: Vec::new(),
                 members: Vec::new(),
                 lags: Vec::new(),
             };
         }
+        // Only a task with more than one candidate, one of them rich, needs sorting into
+        // Kafka's order (the candidates of a task are distinct, so the order is total): plain
+        // ones come in rank order, which a stable placement keeps.
+        let mut several: Vec<u32> = (rich.iter().map(|c| c.0))
+            .filter(|&t| start[t as usize] > 1)
+            .collect();
+        several.sort_unstable();
+        several.dedup();
         // Grouped by task as a stable counting sort, filled from the back so that each task's
         // count ends at its first index, writing each candidate's member and lag straight to
         // their place (gathering them afterwards through a permutation cost a second random
-        // read of every candidate). Then each task's few are sorted into Kafka's order (the
-        // candidates of a task are distinct, so the order is total): the tasks with more than
-        // one alone, through the permutation of their indices, kept only when there are any.
+        // read of every candidate).
         let mut sum = 0;
         for n in &mut start {
             sum += *n;
             *n = sum;
         }
-        let len = candidates.len();
         let mut members = vec![0u32; len];
         let mut lags = vec![0u64; len];
-        let sorting = !several.is_empty();
-        let mut order = vec![0u32; if sorting { len } else { 0 }];
-        for (i, c) in (0..len as u32).zip(&candidates).rev() {
+        for &(t, rank) in plain.iter().rev() {
+            let at = &mut start[t as usize];
+            *at -= 1;
+            members[*at as usize] = rank;
+        }
+        // Where each rich candidate went, for the tasks to sort ([`NONE`]: a plain one).
+        let mut rich_at = vec![NONE; if several.is_empty() { 0 } else { len }];
+        for (i, c) in (0u32..).zip(&rich) {
             let at = &mut start[c.0 as usize];
             *at -= 1;
             let at = *at as usize;
-            members[at] = c.3;
-            lags[at] = c.4;
-            if sorting {
-                order[at] = i;
+            (members[at], lags[at]) = (c.3, c.4);
+            if let Some(r) = rich_at.get_mut(at) {
+                *r = i;
             }
         }
-        for &d in &several {
-            let range = start[d] as usize..start[d + 1] as usize;
-            order[range.clone()].sort_unstable_by_key(|&i| candidates[i as usize]);
-            for at in range {
-                let c = &candidates[order[at] as usize];
+        let mut sorted: Vec<Candidate> = Vec::new();
+        for &t in &several {
+            let range = start[t as usize] as usize..start[t as usize + 1] as usize;
+            sorted.clear();
+            sorted.extend(range.clone().map(|at| match rich_at[at] {
+                NONE => (t, false, Reverse(0), members[at], 0),
+                i => rich[i as usize],
+            }));
+            sorted.sort_unstable();
+            for (at, c) in range.zip(&sorted) {
                 (members[at], lags[at]) = (c.3, c.4);
             }
         }
@@ -397,18 +398,23 @@ impl Candidates {
         self.members.is_empty()
     }
 
-    /// The range of dense task `t`'s candidates in `members` and `lags` (empty when no task
-    /// has any: then `start` is too, and one bounds check covers both cases).
+    /// The range of dense task `t`'s candidates in `members` and `lags`.
     fn range(&self, t: u32) -> std::ops::Range<usize> {
-        match self.start.get(t as usize..t as usize + 2) {
-            Some(&[from, to]) => from as usize..to as usize,
-            _ => 0..0,
-        }
+        range(&self.start, t)
     }
 
     /// The candidates for dense task `t`, best first.
     pub fn of(&self, t: u32) -> &[u32] {
-        &self.members[self.range(t)]
+        self.lists().of(t)
+    }
+
+    /// [`Candidates::of`] for a loop over the tasks: the lists as slices a loop keeps in
+    /// locals (read through `&self`, the vectors were loaded from memory again per task).
+    pub fn lists(&self) -> Lists<'_> {
+        Lists {
+            start: &self.start,
+            members: &self.members,
+        }
     }
 
     /// The lags of [`Candidates::of`]`(t)`, in the same order.
@@ -420,6 +426,30 @@ impl Candidates {
     pub fn with_lags(&self, t: u32) -> impl Iterator<Item = (u32, u64)> + use<'_> {
         let range = self.range(t);
         (self.members[range.clone()].iter().copied()).zip(self.lags[range].iter().copied())
+    }
+}
+
+/// The candidates of every dense task, best first, as plain slices (see
+/// [`Candidates::lists`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Lists<'a> {
+    start: &'a [u32],
+    members: &'a [u32],
+}
+
+impl<'a> Lists<'a> {
+    /// The candidates for dense task `t`, best first.
+    pub fn of(self, t: u32) -> &'a [u32] {
+        &self.members[range(self.start, t)]
+    }
+}
+
+/// The range of dense task `t`'s candidates given their `start`s (empty when no task has any:
+/// then `start` is too, and one bounds check covers both cases).
+fn range(start: &[u32], t: u32) -> std::ops::Range<usize> {
+    match start.get(t as usize..t as usize + 2) {
+        Some(&[from, to]) => from as usize..to as usize,
+        _ => 0..0,
     }
 }
 

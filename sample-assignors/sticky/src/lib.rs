@@ -212,9 +212,10 @@
 //!
 //! With `T` tasks, `M` members, `P` processes, `R` standbys per task and `C` tag classes
 //! (distinct combinations of tag values; 1 without tags): indexing sorts members, buckets
-//! the current standby candidates by task (each task's few candidates sorted) and sorts the
-//! `F` reported offsets (merging each member's sorted run), `O(M log M + E log k + F log F)`
-//! for `E` reported task entries, at most `k` per task; actives
+//! the current standby candidates by task (a task's few candidates sorted only where offsets
+//! or warm-ups rank some of them: current standbys come in rank order) and sorts the `F`
+//! reported offsets (merging each member's sorted run), `O(M log M + E log k + F log F)` for
+//! `E` reported task entries, at most `k` per task; actives
 //! are `O(T log S + M·S)`, plus for the release quotas sweeps of `O(G·S)` each (`G` members
 //! above target; a sweep releases up to `G` tasks) and `O(G²·S)` per quota task the sweeps
 //! miss (a handful in the cases measured); standbys take `O(T·R·C·R)` queue steps of `O(1)`
