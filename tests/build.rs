@@ -61,6 +61,8 @@ impl Expect {
 /// outcome the runtime should report for it.
 const GUESTS: &[(&str, Expect)] = &[
     ("endless-loop", Expect::OutOfFuel),
+    // Bulk memory costs fuel per byte.
+    ("copy-flood", Expect::OutOfFuel),
     ("unbounded-alloc", Expect::MemoryLimit),
     ("deep-recursion", Expect::StackOverflow),
     ("panics", Expect::Trap),

@@ -46,19 +46,50 @@ fn endless_loop_is_stopped_by_fuel() {
     );
 }
 
-/// With fuel disabled, the wall-clock deadline (epoch interruption) stops an endless loop.
+/// With fuel disabled, the wall-clock deadline stops an endless loop on time: fuel is still
+/// counted, and the yields it makes every `YIELD_FUEL` units check the deadline.
 #[test]
 fn endless_loop_without_fuel_hits_the_deadline() {
+    stopped_on_time(guests::ENDLESS_LOOP);
+}
+
+/// Bulk copies of 16 MiB, each one wasm instruction, run out of fuel fast under default
+/// limits: wasmtime charges them a unit of fuel per byte.
+#[test]
+fn bulk_copies_are_charged_per_byte() {
+    let (error, elapsed) = fails(guests::COPY_FLOOD, Limits::default(), ErrorKind::OutOfFuel);
+    assert!(error.message.contains("ran out of fuel"), "{error}");
+    assert!(
+        elapsed < DEFAULT_TIMEOUT,
+        "fuel, not the {DEFAULT_TIMEOUT:?} deadline, must stop it (took {elapsed:?})"
+    );
+}
+
+/// With fuel disabled, bulk copies of 16 MiB (one wasm instruction each, milliseconds long)
+/// are stopped at the deadline too: their per-byte fuel makes the yields that check it.
+#[test]
+fn bulk_copies_without_fuel_hit_the_deadline() {
+    stopped_on_time(guests::COPY_FLOOD);
+}
+
+/// Runs `guest` without a fuel limit under a 200 ms deadline: it must fail as `timeout`, in
+/// wasm code (not waiting in a host call), after the deadline and well within a second of it.
+fn stopped_on_time(guest: &str) {
     let timeout = Duration::from_millis(200);
     let limits = Limits::default().fuel(None).timeout(timeout);
-    let (error, elapsed) = fails(guests::ENDLESS_LOOP, limits, ErrorKind::Timeout);
+    let (error, elapsed) = fails(guest, limits, ErrorKind::Timeout);
     assert!(
         error.message.contains("wall-clock deadline of 200ms"),
         "{error}"
     );
+    assert!(!error.message.contains("host call"), "{error}");
     assert!(
         elapsed >= timeout,
         "stopped after {elapsed:?}, before the deadline"
+    );
+    assert!(
+        elapsed < timeout + Duration::from_secs(1),
+        "stopped {elapsed:?} after its start, long past the deadline"
     );
 }
 
@@ -212,8 +243,8 @@ fn calls_beyond_the_concurrency_limit_fail_fast() {
         .expect("the slot is free again");
 }
 
-/// A guest sleeping through `wasi:clocks`/`poll` (blocked in a host function, where fuel and
-/// epochs do not reach) ends as `timeout` within its deadline plus 1 s.
+/// A guest sleeping through `wasi:clocks`/`poll` (blocked in a host function, where fuel does
+/// not reach) ends as `timeout` within its deadline plus 1 s.
 #[test]
 fn sleeping_guest_is_stopped_at_the_deadline() {
     through_library(&corpus::SLEEPER);

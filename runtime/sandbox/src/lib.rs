@@ -69,7 +69,7 @@ pub use cache::{CacheRef, SharedDir};
 pub use call_threads::{FOREGROUND_TIME, LONG_CALL_NICE};
 #[doc(hidden)]
 pub use compiler::{COMPILE_COMMAND, child_main as compiler_main};
-pub use component::{ComponentAssignor, DEADLINE_GRACE, YIELD_FUEL};
+pub use component::{ComponentAssignor, YIELD_FUEL};
 pub use error::{ErrorKind, TaskAssignorError};
 pub use limits::{
     DEFAULT_COMPILE_TIMEOUT, DEFAULT_FUEL, DEFAULT_MAX_CODE_BYTES, DEFAULT_MAX_COMPILED_BYTES,
@@ -79,5 +79,5 @@ pub use limits::{
     DEFAULT_MAX_SUBTOPOLOGIES, DEFAULT_MAX_TASKS, DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT,
     DEFAULT_WASM_STACK_BYTES, InputLimitError, Limits, bytes as byte_count, cut,
 };
-pub use runtime::{EPOCH_TICK, EXPORT_NAME, MAX_CORE_INSTANCES, Runtime, RuntimeBuilder};
+pub use runtime::{EXPORT_NAME, MAX_CORE_INSTANCES, Runtime, RuntimeBuilder};
 pub use usage::Usage;

@@ -159,8 +159,9 @@ impl Limits {
         self
     }
 
-    /// Wall-clock deadline per call, enforced by epoch interruption with
-    /// [`EPOCH_TICK`](crate::EPOCH_TICK) granularity. Default [`DEFAULT_TIMEOUT`].
+    /// Wall-clock deadline per call, checked every [`YIELD_FUEL`](crate::YIELD_FUEL) units of
+    /// fuel in wasm code and at once while the guest waits in a host function. Default
+    /// [`DEFAULT_TIMEOUT`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

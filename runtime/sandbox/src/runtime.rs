@@ -1,5 +1,5 @@
 //! The [`Runtime`]: one wasmtime `Engine` configured for sandboxed assignors, the WASI linker,
-//! the epoch ticker behind wall-clock deadlines, and the compiled-component cache.
+//! and the compiled-component cache.
 //!
 //! Loading bounds compilation three ways:
 //!
@@ -21,9 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
-use std::thread;
-use std::time::Duration;
+use std::sync::Arc;
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -35,9 +33,6 @@ use crate::component::ComponentAssignor;
 use crate::error::{ErrorKind, TaskAssignorError};
 use crate::limits::{self, Limits};
 use crate::wasi::{self, CallState};
-
-/// How often the epoch advances; wall-clock deadlines are rounded up to it.
-pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Core instances one call may create, and tables it may hold: what the instance pool budgets
 /// per call slot. A Rust `wasm32-wasip2` component instantiates its module and a few adapter
@@ -59,8 +54,7 @@ pub const EXPORT_NAME: &str = "kafka:streams-assignor/task-assignor@0.1.0";
 
 /// Loads assignor components and runs their calls in fresh sandboxes.
 ///
-/// Cheap to clone; clones share the engine, the compiled-component cache and the epoch
-/// ticker, which stops when the last clone (and the last assignor loaded from it) is dropped.
+/// Cheap to clone; clones share the engine and the compiled-component cache.
 #[derive(Clone, Debug)]
 pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
@@ -73,7 +67,6 @@ pub(crate) struct Inner {
     cache: ArtifactCache,
     /// The program that compiles components in a child process; `None` compiles in process.
     compiler: Option<PathBuf>,
-    _ticker: EpochTicker,
 }
 
 impl Runtime {
@@ -208,7 +201,6 @@ impl RuntimeBuilder {
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker)?;
         let cache = ArtifactCache::new(&engine, cache_dir, cache_max_bytes);
-        let ticker = EpochTicker::start(engine.clone());
         Ok(Runtime {
             inner: Arc::new(Inner {
                 engine,
@@ -216,7 +208,6 @@ impl RuntimeBuilder {
                 limits,
                 cache,
                 compiler,
-                _ticker: ticker,
             }),
         })
     }
@@ -244,8 +235,12 @@ pub(crate) fn engine_config(limits: &Limits) -> Config {
         .pagemap_scan(Enabled::Auto);
     config
         .wasm_component_model(true)
+        // Fuel is the CPU limit and, through the yields it makes every `YIELD_FUEL`, the
+        // wall-clock deadline's check in wasm code too (see `component`). No epoch
+        // interruption: it would check a second counter at every loop header and function
+        // entry the fuel check already guards, 12–14 % of a sandboxed 1000-member call's
+        // instructions.
         .consume_fuel(true)
-        .epoch_interruption(true)
         .max_wasm_stack(limits.get_wasm_stack_bytes())
         // Calls run on fibers (see `ComponentAssignor::assign_async`): the wasm stack plus
         // room for the host functions and the lifting and lowering that run on it.
@@ -517,40 +512,6 @@ fn check_imports_and_exports(engine: &Engine, component: &Component) -> Result<(
             exports.join(", ")
         }
     ))
-}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.
-#[derive(Debug)]
-struct EpochTicker {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    fn start(engine: Engine) -> Self {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = thread::Builder::new()
-            .name("assignor-epoch".into())
-            .spawn(move || {
-                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(EPOCH_TICK) {
-                    engine.increment_epoch();
-                }
-            })
-            .expect("spawning the epoch ticker thread");
-        Self {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -188,6 +188,9 @@ pub(crate) struct CallState {
     pub(crate) host_fuel_exhausted: Option<HostWork>,
     /// Hostcall fuel for lifting what the next export call returns (see [`CallState::hook`]).
     pub(crate) result_bytes: usize,
+    /// Whether the guest is inside a host function: what a call stopped at its deadline was
+    /// doing.
+    pub(crate) in_host_call: bool,
 }
 
 impl CallState {
@@ -221,6 +224,7 @@ impl CallState {
             charged_bytes: 0,
             host_fuel_exhausted: None,
             result_bytes: HOST_CALL_BYTES,
+            in_host_call: false,
         }
     }
 
@@ -231,16 +235,21 @@ impl CallState {
     /// A guest → host call lifts its arguments under the hostcall fuel set on entry; when an
     /// export returns, its results are lifted under [`result_bytes`](Self::result_bytes),
     /// which the caller set for that export. Wasmtime checks each list and string against
-    /// the fuel before copying it.
+    /// the fuel before copying it. It also notes whether the guest is in a host function, so
+    /// that a call stopped at its deadline says where it was.
     pub(crate) fn hook(mut cx: StoreContextMut<'_, Self>, hook: CallHook) -> wasmtime::Result<()> {
         match hook {
-            CallHook::CallingHost => cx.set_hostcall_fuel(HOST_CALL_BYTES),
+            CallHook::CallingHost => {
+                cx.data_mut().in_host_call = true;
+                cx.set_hostcall_fuel(HOST_CALL_BYTES);
+            }
             CallHook::ReturningFromWasm => {
                 let bytes = cx.data().result_bytes;
                 cx.set_hostcall_fuel(bytes);
             }
             CallHook::ReturningFromHost => {
                 let state = cx.data_mut();
+                state.in_host_call = false;
                 let moved = state.host_bytes.load(Ordering::Relaxed);
                 let bytes = moved - state.charged_bytes;
                 if bytes > 0 {

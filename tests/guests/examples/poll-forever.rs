@@ -1,7 +1,7 @@
 //! Test guest whose `assign` subscribes to a monotonic-clock instant far in the future and
 //! polls it, straight through the WASI bindings (no std sleep in between): the call blocks in
-//! `wasi:io/poll`, a host function, where neither fuel nor epoch interruption reaches it. The
-//! runtime must still end the call at its deadline, as `timeout`.
+//! `wasi:io/poll`, a host function, where fuel does not reach it (no fuel is consumed, so no
+//! yield comes). The runtime must still end the call at its deadline, as `timeout`.
 
 use assignor_sdk::{AssignError, GroupAssignment, GroupSpec, TaskAssignor, Topology};
 

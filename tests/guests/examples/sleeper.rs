@@ -1,8 +1,8 @@
 //! Test guest whose `assign` sleeps forever with `std::thread::sleep`, which on
 //! `wasm32-wasip2` subscribes to a monotonic-clock duration and blocks in `wasi:io/poll`: a
-//! guest that spends its call inside a host function rather than in wasm, where neither fuel
-//! nor epoch interruption reaches it. The runtime must still end the call at its deadline, as
-//! `timeout`.
+//! guest that spends its call inside a host function rather than in wasm, where fuel does not
+//! reach it (no fuel is consumed, so no yield comes). The runtime must still end the call at
+//! its deadline, as `timeout`.
 
 use std::time::Duration;
 
