@@ -35,9 +35,9 @@ use crate::wasi::{CallState, Capture};
 
 /// Fuel between a call's yields to the executor: about 50–100 µs of guest work, short enough
 /// that the wall-clock deadline is checked often and that other calls on the same call thread
-/// ([`ComponentAssignor::assign_async`]) are not held up noticeably, long enough that yields
-/// cost nothing measurable. (The standard 10-member sticky call uses 109,000–134,000 without
-/// standbys and 272,000–328,000 with one.)
+/// ([`ComponentAssignor::assign_async`]) are not held up noticeably, long enough that the
+/// yields cost ~1 % of a call (~1,200 instructions each). (The standard 10-member sticky call
+/// uses 91,000–105,000 fuel without standbys and 190,000–225,000 with one.)
 pub const YIELD_FUEL: u64 = 100_000;
 
 /// Longest assignor name accepted; names travel in configs and describe responses.
