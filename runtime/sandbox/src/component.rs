@@ -88,7 +88,8 @@ enum Stop {
     /// Wasmtime's error (a trap, a limit, a failed host call, a result over its hostcall
     /// fuel).
     Error(wasmtime::Error),
-    /// The call waited in a host function past its deadline and was dropped.
+    /// The call ran past its deadline and was dropped: at a fuel yield in wasm code, or
+    /// while it waited in a host function.
     Deadline,
 }
 
@@ -475,8 +476,9 @@ impl Loaded {
         let state = sandbox.store.data();
         let output = sandbox.capture.text();
         let fuel = sandbox.consumed();
-        let error = match stop {
-            Stop::Error(error) => error,
+        let (kind, mut message, source) = match stop {
+            // A deadline has no wasmtime error to keep as the cause: the call's future was
+            // dropped.
             Stop::Deadline => {
                 let mut message = format!(
                     "exceeded the wall-clock deadline of {:?} while {doing}",
@@ -488,28 +490,53 @@ impl Loaded {
                 } else {
                     "; raise the timeout only if the assignor needs the time"
                 });
-                if !output.is_empty() {
-                    message.push_str("; guest output:\n");
-                    message.push_str(output.trim_end());
+                (ErrorKind::Timeout, message, None)
+            }
+            Stop::Error(error) => {
+                if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+                    return self.not_started(error);
                 }
-                tracing::warn!(assignor = %self.name, kind = %ErrorKind::Timeout, fuel, "assignor call failed");
-                return TaskAssignorError::new(&self.name, ErrorKind::Timeout, message)
-                    .with_fuel(Some(fuel));
+                let (kind, message) = self.failure(&error, sandbox, &output, doing);
+                (kind, message, Some(error))
             }
         };
-        if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
-            return TaskAssignorError::new(
-                &self.name,
-                ErrorKind::Capacity,
-                format!(
-                    "not started: the runtime is already running its maximum of {} concurrent \
-                     calls; retry at once or raise max.concurrent.calls",
-                    limits.get_max_concurrent_calls()
-                ),
-            )
-            .with_source(error);
+        if !output.is_empty() {
+            message.push_str("; guest output:\n");
+            message.push_str(output.trim_end());
         }
-        let (kind, mut message) = match error.downcast_ref::<Trap>() {
+        tracing::warn!(assignor = %self.name, kind = %kind, fuel, "assignor call failed");
+        let failure = TaskAssignorError::new(&self.name, kind, message).with_fuel(Some(fuel));
+        match source {
+            Some(error) => failure.with_source(error),
+            None => failure,
+        }
+    }
+
+    /// A call the instance pool refused: the runtime was at its limit of concurrent calls.
+    fn not_started(&self, error: wasmtime::Error) -> TaskAssignorError {
+        TaskAssignorError::new(
+            &self.name,
+            ErrorKind::Capacity,
+            format!(
+                "not started: the runtime is already running its maximum of {} concurrent \
+                 calls; retry at once or raise max.concurrent.calls",
+                self.limits().get_max_concurrent_calls()
+            ),
+        )
+        .with_source(error)
+    }
+
+    /// The kind and message of a call wasmtime stopped with `error`.
+    fn failure(
+        &self,
+        error: &wasmtime::Error,
+        sandbox: &Sandbox,
+        output: &str,
+        doing: &str,
+    ) -> (ErrorKind, String) {
+        let limits = self.limits();
+        let state = sandbox.store.data();
+        match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) if let Some(work) = state.host_fuel_exhausted => (
                 ErrorKind::OutOfFuel,
                 format!(
@@ -553,23 +580,15 @@ impl Loaded {
                      unsafe code wrote through a wild pointer)"
                 ),
             ),
-            Some(trap) => match panic_report(&output) {
+            Some(trap) => match panic_report(output) {
                 Some(panic) => (
                     ErrorKind::Trap,
                     format!("panicked while {doing} at {panic}"),
                 ),
                 None => (ErrorKind::Trap, format!("trapped while {doing}: {trap}")),
             },
-            None => (ErrorKind::Trap, host_call_failure(&error, doing)),
-        };
-        if !output.is_empty() {
-            message.push_str("; guest output:\n");
-            message.push_str(output.trim_end());
+            None => (ErrorKind::Trap, host_call_failure(error, doing)),
         }
-        tracing::warn!(assignor = %self.name, kind = %kind, fuel, "assignor call failed");
-        TaskAssignorError::new(&self.name, kind, message)
-            .with_fuel(Some(fuel))
-            .with_source(error)
     }
 }
 
