@@ -113,14 +113,30 @@ fn runs(members: &[u32]) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
     let mut start = 0;
     std::iter::from_fn(move || {
         let &member = members.get(start)?;
-        let len = members[start..]
-            .iter()
-            .position(|&m| m != member)
-            .unwrap_or(members.len() - start);
-        let run = (member as usize, start, start + len);
-        start += len;
+        let end = run_end(members, start);
+        let run = (member as usize, start, end);
+        start = end;
         Some(run)
     })
+}
+
+/// The end of the run of entries equal to `members[start]` (which exists) from `start`.
+/// Four entries per step, then one at a time: a member's run is typically tens of entries,
+/// and stepping one by one cost 0.5–0.75 % more fuel on a 1000-member call that lowers a
+/// current assignment (124–138 K).
+fn run_end(members: &[u32], start: usize) -> usize {
+    let member = members[start];
+    let mut end = start + 1;
+    while let Some(&[a, b, c, d]) = members.get(end..end + 4) {
+        if (a ^ member) | (b ^ member) | (c ^ member) | (d ^ member) != 0 {
+            break;
+        }
+        end += 4;
+    }
+    while members.get(end) == Some(&member) {
+        end += 1;
+    }
+    end
 }
 
 /// Puts the entries of `tasks` into their members' sets (`set` picks which of a member's).
@@ -143,11 +159,7 @@ fn fill(members: &mut [Member], tasks: &wit::MemberTasks, set: fn(&mut Member) -
     let (s, p) = (&s[..m.len()], &p[..m.len()]);
     let mut start = 0;
     while let Some(&member) = m.get(start) {
-        let end = start
-            + m[start..]
-                .iter()
-                .position(|&x| x != member)
-                .unwrap_or(m.len() - start);
+        let end = run_end(m, start);
         let mut run = Vec::with_capacity(end - start);
         let first = TaskId::new(s[start], p[start]);
         run.push(first);
