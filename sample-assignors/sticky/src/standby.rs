@@ -1077,19 +1077,20 @@ fn fill_untagged(
     slots: &mut [u32],
     loads: &mut Loads,
 ) {
+    let mut steps = loads.steps();
     for &t in open {
-        loads.pass(g.process[owner[t as usize] as usize], t);
+        steps.pass(g.process[owner[t as usize] as usize], t);
         // Kept standbys come first, so every process holding the task is passed before the
         // first empty slot is filled.
         for s in &mut slots[t as usize * per_task..][..per_task] {
             if *s != NONE {
-                loads.pass(g.process[*s as usize], t);
+                steps.pass(g.process[*s as usize], t);
                 continue;
             }
-            let Some(p) = loads.best(0, t) else {
+            let Some(p) = steps.best(0, t) else {
                 break;
             };
-            *s = loads.take(p, t);
+            *s = steps.take(p, t);
         }
     }
 }
