@@ -219,7 +219,6 @@ impl Loads {
             procs: &mut self.procs,
             order: &mut self.order,
             run: &mut self.run,
-            classes: &self.classes,
         }
     }
 
@@ -285,7 +284,6 @@ pub(crate) struct Steps<'a> {
     procs: &'a mut [Process],
     order: &'a mut [u32],
     run: &'a mut [u32],
-    classes: &'a [Class],
 }
 
 impl Steps<'_> {
@@ -363,11 +361,16 @@ impl Steps<'_> {
         }
     }
 
-    /// [`Loads::best`].
+    /// [`Loads::best`] when every process is of one class (no tags): its stretch of `order` is
+    /// all of it and its runs start `run`, so no class is looked up per task.
     #[inline(always)]
-    pub fn best(&self, class: usize, t: u32) -> Option<u32> {
-        let class = self.classes[class];
-        best(self.procs, self.heap, self.order, self.run, class, t)
+    pub fn best_of_all(&self, t: u32) -> Option<u32> {
+        let all = Class {
+            start: 0,
+            end: self.order.len() as u32,
+            runs: 0,
+        };
+        best(self.procs, self.heap, self.order, self.run, all, t)
     }
 }
 

@@ -1087,7 +1087,7 @@ fn fill_untagged(
                 steps.pass(g.process[*s as usize], t);
                 continue;
             }
-            let Some(p) = steps.best(0, t) else {
+            let Some(p) = steps.best_of_all(t) else {
                 break;
             };
             *s = steps.take(p, t);
