@@ -966,10 +966,12 @@ fn targets(
     }
     let level = lo;
     // Settled by the guess: `at` holds the room at `level`, and `below` at `level - 1` unless
-    // that is the least loaded member's level (no room).
-    if !settled || level == least + 1 {
+    // that is the least loaded member's level, where no member has room (nothing to count).
+    if !settled {
         room(level - 1, &mut below);
         room(level, &mut at);
+    } else if level == least + 1 {
+        below.resize(cap.len(), 0);
     }
     // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
     // a process whose cap is reached below `level - 1`.
