@@ -326,9 +326,15 @@ impl Steps<'_> {
     /// [`Loads::take`].
     #[inline(always)]
     pub fn take(&mut self, p: u32, t: u32) -> u32 {
-        let process = &mut self.procs[p as usize];
-        process.holds = t;
-        let Process { start, end, .. } = *process;
+        self.procs[p as usize].holds = t;
+        self.take_last(p)
+    }
+
+    /// [`Loads::take`] for a task's last copy: nothing is filled for the task after it, so
+    /// `p` need not be marked as holding it.
+    #[inline(always)]
+    pub fn take_last(&mut self, p: u32) -> u32 {
+        let Process { start, end, .. } = self.procs[p as usize];
         let heap = &mut self.heap[start as usize..end as usize];
         let top = heap[0];
         let r = top as u32;
