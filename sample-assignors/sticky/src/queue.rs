@@ -339,9 +339,10 @@ impl Steps<'_> {
         let top = heap[0];
         let r = top as u32;
         let member = &mut self.members[r as usize];
-        let had_room = member.standbys < member.target;
         member.standbys += 1;
         let key = (top + ONE_MORE) | member.room();
+        // Whether the member had room is the top key's room bit: no counts kept for it.
+        let had_room = top < NO_ROOM;
         // The key only grew: sift it down from the top. Most processes run one or two
         // members, which need no loop.
         match heap {
