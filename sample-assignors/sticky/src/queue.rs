@@ -74,8 +74,10 @@ struct Member {
 struct Process {
     /// The standbys its members still lack of their targets.
     room: u32,
-    /// The tasks still to fill that it cannot take.
-    blocked: u32,
+    /// While it has room, its run: its class's `runs` plus its tightness (room plus the tasks
+    /// still to fill that it cannot take), kept as one number so that a step finds the run
+    /// without adding three. Out of room it is in the bottom run for good, and this is left.
+    tight: u32,
     /// Its index in `order`.
     at: u32,
     /// Where its class's runs start in `run`.
@@ -112,7 +114,7 @@ impl Loads {
         let mut procs = vec![
             Process {
                 room: 0,
-                blocked: 0,
+                tight: 0,
                 at: 0,
                 runs: 0,
                 start: 0,
@@ -160,11 +162,12 @@ impl Loads {
             };
             class_count
         ];
-        // Per class its top tightness (as `runs`, for now) and size (as `end`).
+        // Per class its top tightness (as `runs`, for now) and size (as `end`); per process
+        // its tightness (as `tight`, for now).
         for ((p, &b), &c) in procs.iter_mut().zip(blocked).zip(class_of) {
-            p.blocked = b;
+            p.tight = tightness(p, b);
             let class = &mut classes[c as usize];
-            class.runs = class.runs.max(tightness(p, b));
+            class.runs = class.runs.max(p.tight);
             class.end += 1;
         }
         let (mut at, mut runs) = (0, 0);
@@ -181,7 +184,8 @@ impl Loads {
         let mut run = vec![0u32; runs as usize];
         for (p, &c) in procs.iter_mut().zip(class_of) {
             p.runs = classes[c as usize].runs;
-            run[(p.runs + tightness(p, p.blocked)) as usize] += 1;
+            p.tight += p.runs;
+            run[p.tight as usize] += 1;
         }
         for (c, class) in classes.iter().enumerate() {
             let top = classes
@@ -196,7 +200,7 @@ impl Loads {
         }
         let mut order = vec![0u32; procs.len()];
         for (i, p) in procs.iter_mut().enumerate().rev() {
-            let slot = &mut run[(p.runs + tightness(p, p.blocked)) as usize];
+            let slot = &mut run[p.tight as usize];
             *slot -= 1;
             p.at = *slot;
             order[*slot as usize] = i as u32;
@@ -298,13 +302,13 @@ impl Steps<'_> {
     fn lower(&mut self, p: u32) {
         let Process {
             room,
-            blocked,
+            tight,
             at,
             runs,
             ..
         } = self.procs[p as usize];
         let mut i = at;
-        let mut k = runs + room + blocked;
+        let mut k = tight;
         loop {
             // `p` leaves run `k + 1`: it swaps with the run's last and run `k` starts there.
             let start = &mut self.run[k as usize];
@@ -351,7 +355,9 @@ impl Steps<'_> {
             _ => sift_down(heap, key),
         }
         if had_room {
-            self.procs[p as usize].room -= 1;
+            let process = &mut self.procs[p as usize];
+            process.room -= 1;
+            process.tight -= 1;
             self.lower(p);
         }
         r
@@ -361,9 +367,9 @@ impl Steps<'_> {
     #[inline(always)]
     pub fn pass(&mut self, p: u32, t: u32) {
         let process = &mut self.procs[p as usize];
-        process.blocked -= 1;
         process.holds = t;
         if process.room > 0 {
+            process.tight -= 1;
             self.lower(p);
         }
     }
@@ -414,12 +420,13 @@ fn best_without_room(procs: &[Process], heap: &[Key], rest: &[u32], t: u32) -> O
 fn key(procs: &[Process], heap: &[Key], p: u32) -> Key {
     let Process {
         room,
-        blocked,
+        tight,
+        runs,
         start,
         ..
     } = procs[p as usize];
     if room > 0 {
-        (FIELD - Key::from(room + blocked)) << 32 | Key::from(p)
+        (FIELD - Key::from(tight - runs)) << 32 | Key::from(p)
     } else {
         let load = heap[start as usize] >> 32 & FIELD;
         NO_ROOM | load << 32 | Key::from(p)
