@@ -262,7 +262,8 @@ impl Loads {
     /// member is least loaded.
     pub fn best(&self, class: usize, t: u32) -> Option<u32> {
         let class = self.classes[class];
-        best(&self.procs, &self.heap, &self.order, &self.run, class, t)
+        let free = |p: u32| self.procs[p as usize].holds != t;
+        best(&self.procs, &self.heap, &self.order, &self.run, class, free)
     }
 
     /// Process `p`'s place among the bests of several classes (smaller is better): with room,
@@ -366,28 +367,48 @@ impl Steps<'_> {
     /// [`Loads::pass`].
     #[inline(always)]
     pub fn pass(&mut self, p: u32, t: u32) {
+        self.procs[p as usize].holds = t;
+        self.block(p);
+    }
+
+    /// [`Loads::pass`] without the mark: process `p` has one fewer blocked task.
+    #[inline(always)]
+    pub fn block(&mut self, p: u32) {
         let process = &mut self.procs[p as usize];
-        process.holds = t;
         if process.room > 0 {
             process.tight -= 1;
             self.lower(p);
         }
     }
 
-    /// [`Loads::best`] when every process is of one class (no tags): its stretch of `order` is
-    /// all of it and its runs start `run`, so no class is looked up per task.
+    /// [`Loads::best`] when every process is of one class (no tags).
     #[inline(always)]
     pub fn best_of_all(&self, t: u32) -> Option<u32> {
+        self.best_of_all_where(|p| self.procs[p as usize].holds != t)
+    }
+
+    /// [`Steps::best_of_all`] for a task only process `a` holds (it runs the task, and it is
+    /// filled with one copy): processes compared with `a`, no marks read (nor left by
+    /// [`Steps::block`]).
+    #[inline(always)]
+    pub fn best_of_all_but(&self, a: u32) -> Option<u32> {
+        self.best_of_all_where(|p| p != a)
+    }
+
+    /// The best process of the only class for which `free`: its stretch of `order` is all of
+    /// it and its runs start `run`, so no class is looked up per task.
+    #[inline(always)]
+    fn best_of_all_where(&self, free: impl Fn(u32) -> bool + Copy) -> Option<u32> {
         let all = Class {
             start: 0,
             end: self.order.len() as u32,
             runs: 0,
         };
-        best(self.procs, self.heap, self.order, self.run, all, t)
+        best(self.procs, self.heap, self.order, self.run, all, free)
     }
 }
 
-/// [`Loads::best`] over the queue's arrays.
+/// [`Loads::best`] over the queue's arrays, among the processes for which `free`.
 #[inline(always)]
 fn best(
     procs: &[Process],
@@ -395,24 +416,34 @@ fn best(
     order: &[u32],
     run: &[u32],
     class: Class,
-    t: u32,
+    free: impl Fn(u32) -> bool + Copy,
 ) -> Option<u32> {
     let Class { start, end, runs } = class;
     let out_of_room = run[runs as usize];
     let with_room = &order[start as usize..out_of_room as usize];
-    match with_room.iter().find(|&&p| procs[p as usize].holds != t) {
+    match with_room.iter().find(|&&p| free(p)) {
         Some(&p) => Some(p),
-        None => best_without_room(procs, heap, &order[out_of_room as usize..end as usize], t),
+        None => best_without_room(
+            procs,
+            heap,
+            &order[out_of_room as usize..end as usize],
+            free,
+        ),
     }
 }
 
-/// [`Loads::best`] when every process of a class with room holds task `t`: the best of the
-/// rest of the class's processes, `rest`.
+/// [`Loads::best`] when every process of a class with room holds the task: the best of the
+/// rest of the class's processes, `rest`, for which `free`.
 #[inline(never)]
-fn best_without_room(procs: &[Process], heap: &[Key], rest: &[u32], t: u32) -> Option<u32> {
+fn best_without_room(
+    procs: &[Process],
+    heap: &[Key],
+    rest: &[u32],
+    free: impl Fn(u32) -> bool,
+) -> Option<u32> {
     rest.iter()
         .copied()
-        .filter(|&p| procs[p as usize].holds != t)
+        .filter(|&p| free(p))
         .min_by_key(|&p| key(procs, heap, p))
 }
 

@@ -416,10 +416,12 @@ fn fill(
         if per_task == 1 {
             // One replica, the usual case: an open task has no kept copy, so its one slot is
             // filled from the best process not running it, with no loop over slots, no slot
-            // offsets multiplied and no mark left for another copy.
+            // offsets multiplied and no marks left or read (the process running the task is
+            // the only one to skip).
             for &t in open {
-                steps.pass(g.process[owner[t as usize] as usize], t);
-                if let Some(p) = steps.best_of_all(t) {
+                let a = g.process[owner[t as usize] as usize];
+                steps.block(a);
+                if let Some(p) = steps.best_of_all_but(a) {
                     slots[t as usize] = steps.take_last(p);
                 }
             }
