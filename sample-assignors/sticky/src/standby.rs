@@ -980,23 +980,15 @@ fn targets(
     } else if level == least + 1 {
         below.resize(cap.len(), 0);
     }
-    // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
-    // a process whose cap is reached below `level - 1`.
-    let mut extras: Vec<Option<u64>> = Vec::with_capacity(cap.len());
+    // The standbys left after every member is raised to `level - 1` (a process whose cap is
+    // reached below that, to its cap), and whether every process can raise all its members
+    // below `level` to it (the extras per process below are only needed where one cannot).
     let mut left = total;
-    // Whether every process can raise all its members below `level` to it.
     let mut uncapped = true;
-    for p in 0..cap.len() {
-        let c = u64::from(cap[p]);
-        if c <= below[p] {
-            extras.push(None);
-            left -= c;
-            uncapped = false;
-        } else {
-            extras.push(Some(c.min(at[p]) - below[p]));
-            left -= below[p];
-            uncapped &= c >= at[p];
-        }
+    for ((&c, &below), &at) in cap.iter().zip(&below).zip(&at) {
+        let c = u64::from(c);
+        left -= c.min(below);
+        uncapped &= c > below && c >= at;
     }
     // Most tasks now first, then rank: each member's key packed into one integer (the
     // complement of its count above its rank), so an unstable sort of distinct keys is exact
@@ -1024,6 +1016,14 @@ fn targets(
         }
         return target;
     }
+    // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
+    // a process whose cap is reached below `level - 1`.
+    let mut extras: Vec<Option<u64>> = (cap.iter().zip(&below).zip(&at))
+        .map(|((&c, &below), &at)| {
+            let c = u64::from(c);
+            (c > below).then(|| c.min(at) - below)
+        })
+        .collect();
     let mut keys: Vec<u64> = (0..m).map(key).collect();
     keys.sort_unstable();
     // A key's low half is its rank: the order is read off the keys, not copied out.
