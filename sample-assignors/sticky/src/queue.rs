@@ -148,7 +148,12 @@ impl Loads {
             p.end += 1;
         }
         for p in &procs {
-            heap[p.start as usize..p.end as usize].sort_unstable();
+            // Most processes run one or two members: no call into the sort for those.
+            match &mut heap[p.start as usize..p.end as usize] {
+                [a, b] if *a > *b => std::mem::swap(a, b),
+                [] | [_] | [_, _] => {}
+                more => more.sort_unstable(),
+            }
         }
 
         // Out of room counts as tightness 0 (with room it is at least 1).
