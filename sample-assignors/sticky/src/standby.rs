@@ -4,7 +4,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::group::{Candidates, Group, NONE};
-use crate::queue::Loads;
+use crate::queue::{Loads, Steps};
 
 /// The standbys of every task: `slots[t * per_task ..][.. per_task]`, [`NONE`] where a slot
 /// stays empty (stateless tasks).
@@ -412,14 +412,21 @@ fn fill(
     // replicas.
     let mut loads = Loads::new(active, standbys, target, &g.process, &class_of, blocked);
     if !tagged {
-        // One replica, the usual case, walks its own copy of the loop with the count a
-        // constant: no slot offsets multiplied, no loop over a task's slots. Not in wasm:
-        // there the copy costs fuel (measured: 82 K more on a cold 1000-member call, against
-        // 131 K fewer native instructions).
-        if per_task == 1 && cfg!(not(target_family = "wasm")) {
-            fill_untagged(g, owner, 1, open, slots, &mut loads);
+        let mut steps = loads.steps();
+        if per_task == 1 {
+            // One replica, the usual case: an open task has no kept copy, so its one slot is
+            // filled from the best process not running it, with no loop over slots, no slot
+            // offsets multiplied and no marks left or read (the process running the task is
+            // the only one to skip).
+            for &t in open {
+                let a = g.process[owner[t as usize] as usize];
+                steps.block(a);
+                if let Some(p) = steps.best_of_all_but(a) {
+                    slots[t as usize] = steps.take_last(p);
+                }
+            }
         } else {
-            fill_untagged(g, owner, per_task, open, slots, &mut loads);
+            fill_untagged(g, owner, per_task, open, slots, &mut steps);
         }
         return loads.into_standbys();
     }
@@ -966,28 +973,22 @@ fn targets(
     }
     let level = lo;
     // Settled by the guess: `at` holds the room at `level`, and `below` at `level - 1` unless
-    // that is the least loaded member's level (no room).
-    if !settled || level == least + 1 {
+    // that is the least loaded member's level, where no member has room (nothing to count).
+    if !settled {
         room(level - 1, &mut below);
         room(level, &mut at);
+    } else if level == least + 1 {
+        below.resize(cap.len(), 0);
     }
-    // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
-    // a process whose cap is reached below `level - 1`.
-    let mut extras: Vec<Option<u64>> = Vec::with_capacity(cap.len());
+    // The standbys left after every member is raised to `level - 1` (a process whose cap is
+    // reached below that, to its cap), and whether every process can raise all its members
+    // below `level` to it (the extras per process below are only needed where one cannot).
     let mut left = total;
-    // Whether every process can raise all its members below `level` to it.
     let mut uncapped = true;
-    for p in 0..cap.len() {
-        let c = u64::from(cap[p]);
-        if c <= below[p] {
-            extras.push(None);
-            left -= c;
-            uncapped = false;
-        } else {
-            extras.push(Some(c.min(at[p]) - below[p]));
-            left -= below[p];
-            uncapped &= c >= at[p];
-        }
+    for ((&c, &below), &at) in cap.iter().zip(&below).zip(&at) {
+        let c = u64::from(c);
+        left -= c.min(below);
+        uncapped &= c > below && c >= at;
     }
     // Most tasks now first, then rank: each member's key packed into one integer (the
     // complement of its count above its rank), so an unstable sort of distinct keys is exact
@@ -1015,6 +1016,14 @@ fn targets(
         }
         return target;
     }
+    // Per process: how many members may still rise from `level - 1` to `level`, or `None` for
+    // a process whose cap is reached below `level - 1`.
+    let mut extras: Vec<Option<u64>> = (cap.iter().zip(&below).zip(&at))
+        .map(|((&c, &below), &at)| {
+            let c = u64::from(c);
+            (c > below).then(|| c.min(at) - below)
+        })
+        .collect();
     let mut keys: Vec<u64> = (0..m).map(key).collect();
     keys.sort_unstable();
     // A key's low half is its rank: the order is read off the keys, not copied out.
@@ -1067,29 +1076,29 @@ fn targets(
     target
 }
 
-/// [`fill`] without tags: each open task's empty slots from the single class's best process.
-#[inline(always)]
+/// [`fill`] without tags and with several replicas: each open task's empty slots from the
+/// single class's best process.
 fn fill_untagged(
     g: &Group,
     owner: &[u32],
     per_task: usize,
     open: &[u32],
     slots: &mut [u32],
-    loads: &mut Loads,
+    steps: &mut Steps<'_>,
 ) {
     for &t in open {
-        loads.pass(g.process[owner[t as usize] as usize], t);
+        steps.pass(g.process[owner[t as usize] as usize], t);
         // Kept standbys come first, so every process holding the task is passed before the
         // first empty slot is filled.
         for s in &mut slots[t as usize * per_task..][..per_task] {
             if *s != NONE {
-                loads.pass(g.process[*s as usize], t);
+                steps.pass(g.process[*s as usize], t);
                 continue;
             }
-            let Some(p) = loads.best(0, t) else {
+            let Some(p) = steps.best_of_all(t) else {
                 break;
             };
-            *s = loads.take(p, t);
+            *s = steps.take(p, t);
         }
     }
 }
