@@ -232,11 +232,13 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     for c in 0..g.members() {
         start[c + 1] += start[c];
     }
-    // Per member: which subtopologies its list holds, as a filter (bit `s mod 64`), so that a
-    // search passes over a partner without a task of the subtopology at a glance. A trade swaps
-    // two tasks of one subtopology, so the filters stay true.
+    // Per member and per process: which subtopologies its lists hold, as a filter (bit
+    // `s mod 64`), so that a search passes over a partner, or a process of partners (most of
+    // them took nothing), without a task of the subtopology at a glance. A trade swaps two
+    // tasks of one subtopology, so the filters stay true.
     let bit = |t: u32| 1u64 << (g.task_ids[t as usize].subtopology % 64);
     let mut kinds = vec![0u64; g.members()];
+    let mut process_kinds = vec![0u64; g.process_count];
     let mut took = vec![0u32; moved_tasks.len()];
     let mut end = start.clone();
     for &t in moved_tasks {
@@ -244,6 +246,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
         took[end[o] as usize] = t;
         end[o] += 1;
         kinds[o] |= bit(t);
+        process_kinds[g.process[o] as usize] |= bit(t);
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
@@ -255,11 +258,11 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
     // is searched again only once a trade has changed one of its partners' lists (`changed`,
-    // stamped with the trade's number) after its failure (kept with the task in `work`).
-    // Later rounds then cost a look at each task's few partners instead of a scan of their
-    // lists.
+    // per process, since partners come a process at a time: stamped with the trade's number)
+    // after its failure (kept with the task in `work`). Later rounds then cost a look at each
+    // task's few partner processes instead of a scan of their lists.
     let mut trades = 0u32;
-    let mut changed = vec![0u32; g.members()];
+    let mut changed = vec![0u32; g.process_count];
     // Rounds over the tasks away from their state, in task order, while some trade happens:
     // a trade can open one for a task that found none, or leave its partner away.
     loop {
@@ -270,23 +273,26 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             if o != found && !away(owner, t) {
                 continue;
             }
-            if since != NONE && !partners(t).any(|c| changed[c as usize] > since) {
+            if since != NONE && !partners(t).any(|p| changed[p as usize] > since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
             let kind = bit(t);
-            let trade = partners(t).find_map(|c| {
-                if kinds[c as usize] & kind == 0 {
-                    return None;
-                }
-                // `u` still moved: one traded back to its previous owner stays there.
-                let at = took[list(c)].iter().position(|&u| {
-                    g.task_ids[u as usize].subtopology == s
-                        && moved(owner, u)
-                        && (caught_up(o, u) || !caught_up(c, u))
-                })?;
-                Some((c, list(c).start + at))
-            });
+            let trade = partners(t).find_map(
+                |p| process_kinds[p as usize] & kind != 0,
+                |c| {
+                    if kinds[c as usize] & kind == 0 {
+                        return None;
+                    }
+                    // `u` still moved: one traded back to its previous owner stays there.
+                    let at = took[list(c)].iter().position(|&u| {
+                        g.task_ids[u as usize].subtopology == s
+                            && moved(owner, u)
+                            && (caught_up(o, u) || !caught_up(c, u))
+                    })?;
+                    Some((c, list(c).start + at))
+                },
+            );
             let Some((c, at)) = trade else {
                 work[i].2 = trades;
                 continue;
@@ -301,8 +307,8 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             owner[t as usize] = c;
             owner[u as usize] = o;
             trades += 1;
-            changed[c as usize] = trades;
-            changed[o as usize] = trades;
+            changed[g.process[c as usize] as usize] = trades;
+            changed[g.process[o as usize] as usize] = trades;
             // Its owner changed: looked at again, and searched afresh.
             if let Ok(j) = work.binary_search_by_key(&u, |w| w.0) {
                 work[j].2 = NONE;
@@ -342,11 +348,17 @@ struct Partners<'a, I> {
 }
 
 impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
-    /// The first `f` gives of a partner, in order.
-    fn find_map<T>(self, mut f: impl FnMut(u32) -> Option<T>) -> Option<T> {
+    /// The first `f` gives of a partner, in order, looking only at the partners on processes
+    /// `process` passes.
+    fn find_map<T>(
+        self,
+        process: impl Fn(u32) -> bool,
+        mut f: impl FnMut(u32) -> Option<T>,
+    ) -> Option<T> {
         for (c, lag) in self.holders {
-            if lag <= self.acceptable_lag {
-                for &r in self.g.members_of(self.g.process[c as usize]) {
+            let p = self.g.process[c as usize];
+            if lag <= self.acceptable_lag && process(p) {
+                for &r in self.g.members_of(p) {
                     if let Some(x) = f(r) {
                         return Some(x);
                     }
@@ -356,9 +368,14 @@ impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
         None
     }
 
-    /// Whether `f` holds for a partner.
+    /// Whether `f` holds for a partner's process.
     fn any(self, f: impl Fn(u32) -> bool) -> bool {
-        self.find_map(|r| f(r).then_some(())).is_some()
+        for (c, lag) in self.holders {
+            if lag <= self.acceptable_lag && f(self.g.process[c as usize]) {
+                return true;
+            }
+        }
+        false
     }
 }
 
