@@ -25,11 +25,8 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         let range = g.subtopology_tasks(s);
         total[kind] += range.len() as u32;
         let orphaned = find_orphans && kind == 0;
-        let counts = &mut prev[kind];
-        for (t, &o) in range
-            .clone()
-            .zip(&owner[range.start as usize..range.end as usize])
-        {
+        let counts = prev[kind].as_mut_slice();
+        let mut count = |t: u32, o: u32| {
             // [`NONE`] is past every member: one bounds check tells an owner from none.
             if let Some(count) = counts.get_mut(o as usize) {
                 *count += 1;
@@ -41,6 +38,20 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
                     orphans.push((lag, t));
                 }
             }
+        };
+        // Four tasks a step, as in `BelowTarget::new`.
+        let tasks = g.prev_owner[range.start as usize..range.end as usize].chunks_exact(4);
+        let rest = tasks.remainder();
+        let mut t = range.start;
+        for four in tasks {
+            for &o in four {
+                count(t, o);
+                t += 1;
+            }
+        }
+        for &o in rest {
+            count(t, o);
+            t += 1;
         }
     }
     // Which members that held no more than the floor of stateful tasks get the extras moves
