@@ -87,19 +87,18 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     // alone cost ~65K wasm instructions at 1000 members).
     for kind in (0..2).filter(|&k| total[k] > 0) {
         let stateful = kind == 0;
-        let mut released = Vec::new();
+        // What the release frees joins the unowned stateful tasks, which only warm state and
+        // the exchange read (only when some member is above target).
+        let before = unowned.len();
         release(
             g,
             &mut owner,
             stateful,
             &prev[kind],
             &targets[kind],
-            &mut released,
+            (stateful && find_orphans).then_some(&mut unowned),
         );
-        // What the release freed joins the unowned stateful tasks (only when some member is
-        // above target).
-        if stateful && find_orphans && !released.is_empty() {
-            unowned.extend(released);
+        if unowned.len() > before {
             unowned.sort_unstable();
         }
         let open: &[u32] = if stateful { &unowned } else { &[] };
@@ -542,14 +541,14 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
 ///    the subtopology released least so far, so that what is handed out covers the
 ///    subtopologies evenly.
 ///
-/// The tasks given up are added to `released`.
+/// The tasks given up are added to `released`, if given.
 fn release(
     g: &Group,
     owner: &mut [u32],
     stateful: bool,
     prev: &[u32],
     target: &[u32],
-    released: &mut Vec<u32>,
+    released: Option<&mut Vec<u32>>,
 ) {
     let m = g.members();
     let subtopologies = g.subtopology_start.len();
@@ -704,6 +703,9 @@ fn release(
         }
     }
     by_excess(&mut state, false, owner);
+    let Some(released) = released else {
+        return;
+    };
     // Each run's released tasks follow the ones it still holds.
     for &r in &givers {
         let runs = &state.runs[r];
