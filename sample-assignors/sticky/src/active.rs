@@ -25,11 +25,8 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         let range = g.subtopology_tasks(s);
         total[kind] += range.len() as u32;
         let orphaned = find_orphans && kind == 0;
-        let counts = &mut prev[kind];
-        for (t, &o) in range
-            .clone()
-            .zip(&owner[range.start as usize..range.end as usize])
-        {
+        let counts = prev[kind].as_mut_slice();
+        let mut count = |t: u32, o: u32| {
             // [`NONE`] is past every member: one bounds check tells an owner from none.
             if let Some(count) = counts.get_mut(o as usize) {
                 *count += 1;
@@ -41,6 +38,20 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
                     orphans.push((lag, t));
                 }
             }
+        };
+        // Four tasks a step, as in `BelowTarget::new`.
+        let tasks = g.prev_owner[range.start as usize..range.end as usize].chunks_exact(4);
+        let rest = tasks.remainder();
+        let mut t = range.start;
+        for four in tasks {
+            for &o in four {
+                count(t, o);
+                t += 1;
+            }
+        }
+        for &o in rest {
+            count(t, o);
+            t += 1;
         }
     }
     // Which members that held no more than the floor of stateful tasks get the extras moves
@@ -71,24 +82,23 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
             .map(|r| targets[k][r] - prev[k][r].min(targets[k][r]))
             .collect::<Vec<u32>>()
     });
-    let kept = Kept::new(g, &owner, &prev, &deficits);
+    let below = BelowTarget::new(g, &owner, &prev, &deficits);
     // A kind without tasks has nothing to release, place or deal (its passes over the members
     // alone cost ~65K wasm instructions at 1000 members).
     for kind in (0..2).filter(|&k| total[k] > 0) {
         let stateful = kind == 0;
-        let mut released = Vec::new();
+        // What the release frees joins the unowned stateful tasks, which only warm state and
+        // the exchange read (only when some member is above target).
+        let before = unowned.len();
         release(
             g,
             &mut owner,
             stateful,
             &prev[kind],
             &targets[kind],
-            &mut released,
+            (stateful && find_orphans).then_some(&mut unowned),
         );
-        // What the release freed joins the unowned stateful tasks (only when some member is
-        // above target).
-        if stateful && find_orphans && !released.is_empty() {
-            unowned.extend(released);
+        if unowned.len() > before {
             unowned.sort_unstable();
         }
         let open: &[u32] = if stateful { &unowned } else { &[] };
@@ -97,9 +107,9 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
         // owner) exactly the tasks the exchange may trade, and those of them warm state placed
         // are what dealing counts beyond the kept tasks.
         if stateful {
-            to_warm_state(g, &mut owner, open, &kept, &mut deficit, acceptable_lag);
+            to_warm_state(g, &mut owner, open, &below, &mut deficit, acceptable_lag);
         }
-        deal(g, &mut owner, stateful, deficit, &kept, open);
+        deal(g, &mut owner, stateful, deficit, &below, open);
         if stateful {
             exchange_to_caught_up(g, &mut owner, open, acceptable_lag);
         }
@@ -107,51 +117,76 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
     owner
 }
 
-/// Per subtopology, the owners of its tasks that are below their target of the task's kind
-/// (so they keep all they held), one per task, in task order: what the warm-state placement
-/// and dealing count of the members with room, found in one pass over the tasks instead of a
-/// pass over them each.
-struct Kept {
-    owners: Vec<u32>,
+/// Per subtopology, the members below their target of its kind that own tasks of it (so they
+/// keep all they held), with how many: what the warm-state placement and dealing count of the
+/// members with room, found in one pass over the tasks instead of a pass over them each.
+struct BelowTarget {
+    /// (member, tasks of the subtopology it owns), subtopology by subtopology.
+    owners: Vec<(u32, u32)>,
     /// Per subtopology: where its owners end in `owners`.
     ends: Vec<u32>,
+    /// Per kind: how many members are below target.
+    lacking: [u32; 2],
 }
 
-impl Kept {
-    /// Collects the owners in `owner` with a `deficit` of the task's kind (`prev`: what they
+impl BelowTarget {
+    /// Counts the owners in `owner` with a `deficit` of the task's kind (`prev`: what they
     /// held).
     fn new(g: &Group, owner: &[u32], prev: &[Vec<u32>; 2], deficit: &[Vec<u32>; 2]) -> Self {
-        // Sized exactly (what those members held): one allocation, and no pass when they held
-        // nothing.
-        let len: u32 = (0..2)
-            .map(|k| {
-                (prev[k].iter().zip(&deficit[k]))
-                    .filter(|&(_, &d)| d > 0)
-                    .map(|(&p, _)| p)
-                    .sum::<u32>()
-            })
-            .sum();
-        let mut owners = Vec::with_capacity(len as usize);
+        // What those members held bounds the entries: one allocation, and no pass when they
+        // held nothing.
+        let (mut held, mut lacking) = (0u32, [0u32; 2]);
+        for k in 0..2 {
+            for (&p, &d) in prev[k].iter().zip(&deficit[k]) {
+                if d > 0 {
+                    held += p;
+                    lacking[k] += 1;
+                }
+            }
+        }
+        let mut owners: Vec<(u32, u32)> = Vec::with_capacity(held as usize);
         let mut ends = Vec::with_capacity(g.subtopology_start.len());
+        // Per member: 1 + where its entry is in `owners` (one before the subtopology's first
+        // entry is an earlier subtopology's).
+        let mut at = vec![0u32; if held > 0 { g.members() } else { 0 }];
         for s in 0..g.subtopology_start.len() {
-            let deficit = &deficit[usize::from(!g.subtopology_stateful[s])];
+            // A slice: through the `Vec` its pointer was loaded again after every push.
+            let deficit = deficit[usize::from(!g.subtopology_stateful[s])].as_slice();
             let range = g.subtopology_tasks(s);
-            if len > 0 {
-                owners.extend(
-                    owner[range.start as usize..range.end as usize]
-                        .iter()
-                        .copied()
-                        // [`NONE`] is past every member, so has no deficit.
-                        .filter(|&o| deficit.get(o as usize).is_some_and(|&d| d > 0)),
-                );
+            let first = owners.len() as u32;
+            if held > 0 {
+                let mut count = |o: u32| {
+                    // [`NONE`] is past every member, so has no deficit.
+                    if deficit.get(o as usize).is_some_and(|&d| d > 0) {
+                        let a = &mut at[o as usize];
+                        if *a > first {
+                            owners[*a as usize - 1].1 += 1;
+                        } else {
+                            owners.push((o, 1));
+                            *a = owners.len() as u32;
+                        }
+                    }
+                };
+                // Four tasks a step: in wasm the loop's own count and test were a third of
+                // this pass (75K fuel per 1000-member churn call).
+                let tasks = owner[range.start as usize..range.end as usize].chunks_exact(4);
+                let rest = tasks.remainder();
+                for four in tasks {
+                    four.iter().for_each(|&o| count(o));
+                }
+                rest.iter().for_each(|&o| count(o));
             }
             ends.push(owners.len() as u32);
         }
-        Self { owners, ends }
+        Self {
+            owners,
+            ends,
+            lacking,
+        }
     }
 
-    /// The owners below target of subtopology `s`'s tasks.
-    fn of(&self, s: usize) -> &[u32] {
+    /// The members below target owning tasks of subtopology `s`, with how many.
+    fn of(&self, s: usize) -> &[(u32, u32)] {
         let from = if s == 0 { 0 } else { self.ends[s - 1] as usize };
         &self.owners[from..self.ends[s] as usize]
     }
@@ -215,11 +250,13 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     for c in 0..g.members() {
         start[c + 1] += start[c];
     }
-    // Per member: which subtopologies its list holds, as a filter (bit `s mod 64`), so that a
-    // search passes over a partner without a task of the subtopology at a glance. A trade swaps
-    // two tasks of one subtopology, so the filters stay true.
+    // Per member and per process: which subtopologies its lists hold, as a filter (bit
+    // `s mod 64`), so that a search passes over a partner, or a process of partners (most of
+    // them took nothing), without a task of the subtopology at a glance. A trade swaps two
+    // tasks of one subtopology, so the filters stay true.
     let bit = |t: u32| 1u64 << (g.task_ids[t as usize].subtopology % 64);
     let mut kinds = vec![0u64; g.members()];
+    let mut process_kinds = vec![0u64; g.process_count];
     let mut took = vec![0u32; moved_tasks.len()];
     let mut end = start.clone();
     for &t in moved_tasks {
@@ -227,6 +264,7 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
         took[end[o] as usize] = t;
         end[o] += 1;
         kinds[o] |= bit(t);
+        process_kinds[g.process[o] as usize] |= bit(t);
     }
     let list = |c: u32| start[c as usize] as usize..start[c as usize + 1] as usize;
     // The members a task's search looks at: those on a process with a caught-up holder.
@@ -238,11 +276,11 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
     // A search's outcome depends only on the task's owner and its partners' lists, and a
     // trade changes the lists of its two members alone: so a task whose search found nothing
     // is searched again only once a trade has changed one of its partners' lists (`changed`,
-    // stamped with the trade's number) after its failure (kept with the task in `work`).
-    // Later rounds then cost a look at each task's few partners instead of a scan of their
-    // lists.
+    // per process, since partners come a process at a time: stamped with the trade's number)
+    // after its failure (kept with the task in `work`). Later rounds then cost a look at each
+    // task's few partner processes instead of a scan of their lists.
     let mut trades = 0u32;
-    let mut changed = vec![0u32; g.members()];
+    let mut changed = vec![0u32; g.process_count];
     // Rounds over the tasks away from their state, in task order, while some trade happens:
     // a trade can open one for a task that found none, or leave its partner away.
     loop {
@@ -253,23 +291,26 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             if o != found && !away(owner, t) {
                 continue;
             }
-            if since != NONE && !partners(t).any(|c| changed[c as usize] > since) {
+            if since != NONE && !partners(t).any(|p| changed[p as usize] > since) {
                 continue;
             }
             let s = g.task_ids[t as usize].subtopology;
             let kind = bit(t);
-            let trade = partners(t).find_map(|c| {
-                if kinds[c as usize] & kind == 0 {
-                    return None;
-                }
-                // `u` still moved: one traded back to its previous owner stays there.
-                let at = took[list(c)].iter().position(|&u| {
-                    g.task_ids[u as usize].subtopology == s
-                        && moved(owner, u)
-                        && (caught_up(o, u) || !caught_up(c, u))
-                })?;
-                Some((c, list(c).start + at))
-            });
+            let trade = partners(t).find_map(
+                |p| process_kinds[p as usize] & kind != 0,
+                |c| {
+                    if kinds[c as usize] & kind == 0 {
+                        return None;
+                    }
+                    // `u` still moved: one traded back to its previous owner stays there.
+                    let at = took[list(c)].iter().position(|&u| {
+                        g.task_ids[u as usize].subtopology == s
+                            && moved(owner, u)
+                            && (caught_up(o, u) || !caught_up(c, u))
+                    })?;
+                    Some((c, list(c).start + at))
+                },
+            );
             let Some((c, at)) = trade else {
                 work[i].2 = trades;
                 continue;
@@ -284,33 +325,43 @@ fn exchange_to_caught_up(g: &Group, owner: &mut [u32], moved_tasks: &[u32], acce
             owner[t as usize] = c;
             owner[u as usize] = o;
             trades += 1;
-            changed[c as usize] = trades;
-            changed[o as usize] = trades;
+            changed[g.process[c as usize] as usize] = trades;
+            changed[g.process[o as usize] as usize] = trades;
             // Its owner changed: looked at again, and searched afresh.
             if let Ok(j) = work.binary_search_by_key(&u, |w| w.0) {
                 work[j].2 = NONE;
             }
-            next.push((u, NONE, NONE));
+            next.push(u);
         }
         if next.is_empty() {
             return;
         }
         // `work` is in task order and `next` holds the few tasks traded away: merging them
         // costs less than sorting the two together.
+        // A plain loop: a merge of two peekable iterators cost ~35 wasm instructions more a
+        // task (55K fuel per 1000-member churn call).
         next.sort_unstable();
         let mut merged: Vec<(u32, u32, u32)> = Vec::with_capacity(work.len() + next.len());
-        let (mut a, mut b) = (work.iter().peekable(), next.iter().peekable());
-        while let Some(&(t, found, since)) = match (a.peek(), b.peek()) {
-            (Some(&&x), Some(&&y)) if y.0 < x.0 => b.next(),
-            (Some(_), _) => a.next(),
-            (None, _) => b.next(),
-        } {
+        let keep = |merged: &mut Vec<(u32, u32, u32)>, (t, found, since): (u32, u32, u32)| {
             let o = owner[t as usize];
             if merged.last().is_none_or(|&(last, _, _)| last != t)
                 && (o == found || (moved(owner, t) && away(owner, t)))
             {
                 merged.push((t, o, since));
             }
+        };
+        let mut b = 0;
+        for &w in &work {
+            while let Some(&u) = next.get(b)
+                && u < w.0
+            {
+                keep(&mut merged, (u, NONE, NONE));
+                b += 1;
+            }
+            keep(&mut merged, w);
+        }
+        for &u in &next[b..] {
+            keep(&mut merged, (u, NONE, NONE));
         }
         work = merged;
     }
@@ -325,11 +376,17 @@ struct Partners<'a, I> {
 }
 
 impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
-    /// The first `f` gives of a partner, in order.
-    fn find_map<T>(self, mut f: impl FnMut(u32) -> Option<T>) -> Option<T> {
+    /// The first `f` gives of a partner, in order, looking only at the partners on processes
+    /// `process` passes.
+    fn find_map<T>(
+        self,
+        process: impl Fn(u32) -> bool,
+        mut f: impl FnMut(u32) -> Option<T>,
+    ) -> Option<T> {
         for (c, lag) in self.holders {
-            if lag <= self.acceptable_lag {
-                for &r in self.g.members_of(self.g.process[c as usize]) {
+            let p = self.g.process[c as usize];
+            if lag <= self.acceptable_lag && process(p) {
+                for &r in self.g.members_of(p) {
                     if let Some(x) = f(r) {
                         return Some(x);
                     }
@@ -339,9 +396,14 @@ impl<I: Iterator<Item = (u32, u64)>> Partners<'_, I> {
         None
     }
 
-    /// Whether `f` holds for a partner.
+    /// Whether `f` holds for a partner's process.
     fn any(self, f: impl Fn(u32) -> bool) -> bool {
-        self.find_map(|r| f(r).then_some(())).is_some()
+        for (c, lag) in self.holders {
+            if lag <= self.acceptable_lag && f(self.g.process[c as usize]) {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -479,14 +541,14 @@ fn disjoint(want: [usize; 2], good: &[Vec<bool>; 2], order: &[Vec<u32>; 2]) -> [
 ///    the subtopology released least so far, so that what is handed out covers the
 ///    subtopologies evenly.
 ///
-/// The tasks given up are added to `released`.
+/// The tasks given up are added to `released`, if given.
 fn release(
     g: &Group,
     owner: &mut [u32],
     stateful: bool,
     prev: &[u32],
     target: &[u32],
-    released: &mut Vec<u32>,
+    released: Option<&mut Vec<u32>>,
 ) {
     let m = g.members();
     let subtopologies = g.subtopology_start.len();
@@ -641,6 +703,9 @@ fn release(
         }
     }
     by_excess(&mut state, false, owner);
+    let Some(released) = released else {
+        return;
+    };
     // Each run's released tasks follow the ones it still holds.
     for &r in &givers {
         let runs = &state.runs[r];
@@ -693,11 +758,12 @@ impl Release {
 /// 2. Then, for each task still without a caught-up owner, a breadth-first search for an
 ///    augmenting path: caught-up tasks each moving on to another caught-up holder with room
 ///    in their subtopology, ending at a member with room. A member from which a search found
-///    no room is not searched again, which bounds the work to about one pass over the pairs.
+///    no room is not searched again, which bounds the work to about one pass over the pairs;
+///    once no holder has room left, no search is started.
 /// 3. The rest go to lagging holders, the least lag first, while they have room.
 ///
-/// `unowned`: the stateful tasks without an owner, in order; `kept`: the members below target
-/// that own each task.
+/// `unowned`: the stateful tasks without an owner, in order; `below`: the members below
+/// target and what they own.
 // Not inlined: natively ~20K instructions fewer per 1000-member churn call (and 16K on
 // previous) than inlined into `assign`; the same fuel.
 #[inline(never)]
@@ -705,27 +771,51 @@ fn to_warm_state(
     g: &Group,
     owner: &mut [u32],
     unowned: &[u32],
-    kept: &Kept,
+    below: &BelowTarget,
     deficit: &mut [u32],
     acceptable_lag: u64,
 ) {
-    if g.candidates.is_empty() {
+    if g.candidates.is_empty() || unowned.is_empty() {
         return;
     }
-    // Per unowned stateful task: its holders with room, with their lags, best first, in one
-    // flat list.
+    // The holders with room, numbered as they first come (`index`: a member's number, [`NONE`]
+    // for the others; `members`: a holder's member), so that everything below is sized by the
+    // few members involved rather than by all of them.
+    let mut index = vec![NONE; g.members()];
+    let mut members: Vec<u32> = Vec::new();
+    // Per (holder, subtopology) it may take a task of, a slot: (holder, subtopology), numbered
+    // as they first come. The tasks come in dense order, so a holder's pairs of one
+    // subtopology come one after another (`latest`: per holder, its last slot and that slot's
+    // subtopology) and the slots come by subtopology. (A map over members × subtopologies
+    // could be huge, and a sorted list of the slots cost a search per lookup.)
+    let mut slots: Vec<(u32, u32)> = Vec::new();
+    let mut latest: Vec<(u32, u32)> = Vec::new();
+    // Per unowned stateful task: its holders with room, best first, as (lag, holder, slot), in
+    // one flat list.
     let mut start: Vec<u32> = Vec::new();
     let mut tasks: Vec<u32> = Vec::new();
-    let mut holders: Vec<(u64, u32)> = Vec::new();
-    for &t in unowned.iter() {
+    let mut holders: Vec<(u64, u32, u32)> = Vec::new();
+    for &t in unowned {
         // A holder without room neither takes a task nor (having taken none) passes one on.
         let from = holders.len();
-        holders.extend(
-            g.candidates
-                .with_lags(t)
-                .filter(|&(r, _)| deficit[r as usize] > 0)
-                .map(|(r, lag)| (lag, r)),
-        );
+        for (r, lag) in g.candidates.with_lags(t) {
+            if deficit[r as usize] > 0 {
+                let h = &mut index[r as usize];
+                if *h == NONE {
+                    *h = members.len() as u32;
+                    members.push(r);
+                    latest.push((NONE, NONE));
+                }
+                let h = *h;
+                let s = g.task_ids[t as usize].subtopology;
+                let last = &mut latest[h as usize];
+                if last.0 != s {
+                    *last = (s, slots.len() as u32);
+                    slots.push((h, s));
+                }
+                holders.push((lag, h, last.1));
+            }
+        }
         if holders.len() == from {
             continue;
         }
@@ -750,253 +840,213 @@ fn to_warm_state(
         })
         .collect();
     let (floor, fair) = (|s: usize| shares[s].0, |s: usize| shares[s].1);
-    // Per (holder, subtopology) it may take a task of: the tasks of it the holder owns so far,
-    // in a sorted flat list (a map over members × subtopologies could be huge). Sorted by a
-    // counting sort by holder: the tasks come in dense order, so each holder's subtopologies
-    // arrive in order and its repeats side by side (a comparison sort of the pairs was most
-    // of this placement's sorting). Per member: where its slots start in `keys`, so a lookup
-    // scans the member's few subtopologies instead of searching all the slots (a binary
-    // search there cost 0.25M instructions more on the 1000-member churn input); counted over
-    // every pair to place them, then again over the slots left once repeats are dropped.
-    let mut key_start = vec![0u32; g.members() + 1];
-    for &(_, r) in &holders {
-        key_start[r as usize + 1] += 1;
-    }
-    for r in 0..g.members() {
-        key_start[r + 1] += key_start[r];
-    }
-    let mut keys = vec![(0u32, 0u32); holders.len()];
-    for i in 0..tasks.len() {
-        let s = subtopology(i as u32) as u32;
-        for &(_, r) in of(i) {
-            let at = &mut key_start[r as usize];
-            keys[*at as usize] = (r, s);
-            *at += 1;
-        }
-    }
-    keys.dedup();
-    key_start.fill(0);
-    for &(r, _) in &keys {
-        key_start[r as usize + 1] += 1;
-    }
-    for r in 0..g.members() {
-        key_start[r + 1] += key_start[r];
-    }
-    let slot = |r: u32, s: usize| {
-        let from = key_start[r as usize] as usize;
-        keys[from..key_start[r as usize + 1] as usize]
+    let n = members.len();
+    let mut room = Room {
+        count: vec![0; slots.len()],
+        surplus: vec![0; g.subtopology_start.len()],
+        // Room beyond the floors, counted up from `-Σ floors` below.
+        spare: members
             .iter()
-            .position(|&(_, k)| k == s as u32)
-            .map(|i| from + i)
+            .map(|&r| i64::from(deficit[r as usize]))
+            .collect(),
+        deficit: members.iter().map(|&r| deficit[r as usize]).collect(),
+        open: n,
     };
     // Per subtopology: its unowned tasks beyond what the members below target still lack of
     // its floor `⌊n_s/M⌋`. A holder already at the floor takes one only from this surplus and
     // from its own room beyond its floors, or dealing could not give every member every
-    // floor (skew two).
-    let mut surplus = vec![0i64; g.subtopology_start.len()];
-    for &t in unowned {
-        surplus[g.task_ids[t as usize].subtopology as usize] += 1;
-    }
-    let mut count = vec![0u32; keys.len()];
-    // The slots by subtopology, to read their counts off `held` as each one is done.
-    // A counting sort too: the order among one subtopology's slots does not matter.
-    let mut sub_start = vec![0usize; g.subtopology_start.len() + 1];
-    for &(_, s) in &keys {
-        sub_start[s as usize + 1] += 1;
-    }
-    for s in 0..g.subtopology_start.len() {
-        sub_start[s + 1] += sub_start[s];
-    }
-    let mut by_subtopology = vec![0usize; keys.len()];
-    for (k, &(_, s)) in keys.iter().enumerate() {
-        let at = &mut sub_start[s as usize];
-        by_subtopology[*at] = k;
-        *at += 1;
-    }
-    let mut next_slot = 0;
-    // Per member: the subtopology whose tasks it holds are being counted, and how many so far
-    // (stamped with the subtopology, so no pass over the tasks resets it).
-    let mut held = vec![(usize::MAX, 0u32); g.members()];
-    // Per member: its room beyond the floors it still lacks, counted up from `-Σ floors`.
-    let mut spare: Vec<i64> = deficit.iter().map(|&d| i64::from(d)).collect();
-    let lacking = deficit.iter().filter(|&&d| d > 0).count() as i64;
+    // floor (skew two). Counted off the members below target and what they own of it (the
+    // unowned tasks are in order: a subtopology's are found by two searches), and with them
+    // the slots' counts (per holder: the tasks of the subtopology being counted it owns,
+    // stamped with the subtopology).
+    let lacking = i64::from(below.lacking[0]);
     let mut floors = 0i64;
-    // One pass over the tasks the members below target own counts the surplus, and with it
-    // the slots: a pass over every task with a slot lookup per task was this placement's
-    // largest cost at 1000 members, and a pass over every task's owner still cost 0.8 M guest
-    // instructions per sandboxed 1000-member churn call.
-    for (s, surplus) in surplus.iter_mut().enumerate() {
+    let mut owns = vec![(NONE, 0u32); n];
+    let mut next_slot = 0;
+    for (s, surplus) in room.surplus.iter_mut().enumerate() {
         if !g.subtopology_stateful[s] {
             continue;
         }
+        let range = g.subtopology_tasks(s);
         let f = floor(s);
+        let open = unowned.partition_point(|&t| t < range.end)
+            - unowned.partition_point(|&t| t < range.start);
         let mut have = 0i64;
-        // All below target: the members with room, none of which has released a task.
-        for &o in kept.of(s) {
-            let h = &mut held[o as usize];
-            if h.0 != s {
-                *h = (s, 0);
+        for &(o, c) in below.of(s) {
+            let within = i64::from(c.min(f));
+            have += within;
+            let h = index[o as usize];
+            if h != NONE {
+                room.spare[h as usize] += within;
+                owns[h as usize] = (s as u32, c);
             }
-            h.1 += 1;
-            let within = h.1 <= f;
-            have += i64::from(within);
-            spare[o as usize] += i64::from(within);
         }
-        *surplus -= lacking * i64::from(f) - have;
+        *surplus = open as i64 - (lacking * i64::from(f) - have);
         floors += i64::from(f);
-        // Every slot's member is below target (only holders with room have one), so `held`
-        // has just counted the tasks of `s` it owns.
-        while let Some(&k) = by_subtopology.get(next_slot)
-            && keys[k].1 as usize == s
+        while let Some(&(h, at)) = slots.get(next_slot)
+            && at as usize == s
         {
-            let (r, _) = keys[k];
-            let (at, n) = held[r as usize];
-            count[k] = if at == s { n } else { 0 };
+            let (at, c) = owns[h as usize];
+            room.count[next_slot] = if at as usize == s { c } else { 0 };
             next_slot += 1;
         }
     }
-    spare.iter_mut().for_each(|x| *x -= floors);
-    let mut room = Room {
-        count,
-        surplus,
-        spare,
-        deficit,
+    room.spare.iter_mut().for_each(|x| *x -= floors);
+    // Whether the holder of slot `k` may take a task of its subtopology: room, below the fair
+    // share, and at the floor only from the surplus and its own spare room.
+    let allowed = |room: &Room, k: u32| {
+        let (h, s) = (slots[k as usize].0 as usize, slots[k as usize].1 as usize);
+        let c = room.count[k as usize];
+        room.deficit[h] > 0
+            && c < fair(s)
+            && (c < floor(s) || (room.surplus[s] > 0 && room.spare[h] > 0))
     };
-    // Whether `r` may take task `i`: room, below the fair share, and at the floor only from
-    // the surplus and its own spare room. If so, its slot for the task's subtopology (every
-    // member looked at holds a task of it with room, so has one), for `take`; the room is
-    // looked at first, which spares the slot's search for the many holders already full.
-    let allowed = |room: &Room<'_>, r: u32, i: u32| {
-        if room.deficit[r as usize] == 0 {
-            return None;
-        }
-        let s = subtopology(i);
-        let k = slot(r, s)?;
-        let c = room.count[k];
-        (c < fair(s) && (c < floor(s) || (room.surplus[s] > 0 && room.spare[r as usize] > 0)))
-            .then_some(k)
-    };
-    // `r` takes the unowned task `i`, counted in its slot `k`.
-    let take = |room: &mut Room<'_>, r: u32, i: u32, k: usize| {
-        let s = subtopology(i);
-        room.count[k] += 1;
-        room.deficit[r as usize] -= 1;
-        if room.count[k] > floor(s) {
+    // The holder of slot `k` takes a task of its subtopology.
+    let take = |room: &mut Room, k: u32| {
+        let (h, s) = (slots[k as usize].0 as usize, slots[k as usize].1 as usize);
+        room.count[k as usize] += 1;
+        room.deficit[h] -= 1;
+        room.open -= usize::from(room.deficit[h] == 0);
+        if room.count[k as usize] > floor(s) {
             room.surplus[s] -= 1;
-            room.spare[r as usize] -= 1;
+            room.spare[h] -= 1;
         }
     };
-    // Pairs by (lag, task, candidate order): step 1 takes the caught-up ones, step 3 the rest.
-    // Collected in plain loops: a `flat_map` compiled to a call per pair in wasm.
-    let mut pairs: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(holders.len());
+    // Pairs by lag, then task, then candidate order: step 1 takes the caught-up ones, step 3
+    // the rest. Collected in (task, candidate) order, so a stable sort by lag orders them, and
+    // none is needed when the lags already are (current standbys all have lag 0).
+    let mut pairs: Vec<(u64, u32, u32)> = Vec::with_capacity(holders.len());
     for i in 0..tasks.len() {
-        for (k, &(lag, r)) in (0u32..).zip(of(i)) {
-            pairs.push((lag, i as u32, k, r));
-        }
+        pairs.extend(of(i).iter().map(|&(lag, _, k)| (lag, i as u32, k)));
     }
-    pairs.sort_unstable();
+    if !pairs.is_sorted_by_key(|p| p.0) {
+        pairs.sort_by_key(|p| p.0);
+    }
     let split = pairs.partition_point(|p| p.0 <= acceptable_lag);
     let mut placed = vec![false; tasks.len()];
-    // Per member: the tasks (by index) it took in step 1 or 2, which a path may move on.
-    let mut took: Vec<Vec<u32>> = vec![Vec::new(); g.members()];
-    for &(_, i, _, r) in &pairs[..split] {
-        if !placed[i as usize]
-            && let Some(k) = allowed(&room, r, i)
-        {
+    // Per holder: the tasks (by index) it took in step 1 or 2, which a path may move on, in
+    // one flat list (holder `h`'s at `took_start[h]..`, `took_len[h]` long): a holder never
+    // has more than it lacked.
+    let mut took_start = Vec::with_capacity(n);
+    let mut sum = 0;
+    for &d in &room.deficit {
+        took_start.push(sum);
+        sum += d as usize;
+    }
+    let mut took = vec![0u32; sum];
+    let mut took_len = vec![0usize; n];
+    let push = |took: &mut [u32], took_len: &mut [usize], h: u32, i: u32| {
+        let len = &mut took_len[h as usize];
+        took[took_start[h as usize] + *len] = i;
+        *len += 1;
+    };
+    for &(_, i, k) in &pairs[..split] {
+        if !placed[i as usize] && allowed(&room, k) {
             placed[i as usize] = true;
-            take(&mut room, r, i, k);
-            took[r as usize].push(i);
+            take(&mut room, k);
+            push(&mut took, &mut took_len, slots[k as usize].0, i);
         }
     }
-    // Step 2: breadth-first over members, along tasks of the one subtopology (so only the
-    // last member's counts change); `via[r]`: (previous member, task index) on the path.
-    // Per (holder, subtopology) slot: whether a search found no room from it.
-    let mut dead = vec![false; keys.len()];
-    let is_dead = |dead: &[bool], r: u32, s: usize| slot(r, s).is_some_and(|k| dead[k]);
-    let mut via: Vec<Option<(u32, u32)>> = vec![None; g.members()];
-    let mut queue = Vec::new();
+    // Step 2: breadth-first over holders (queued by their slot of the subtopology), along
+    // tasks of the one subtopology (so only the last holder's counts change); `via[h]`:
+    // (previous holder, task index) on the path. Per slot: whether a search found no room
+    // from it.
+    let mut dead = vec![false; slots.len()];
+    let mut via: Vec<Option<(u32, u32)>> = vec![None; n];
+    let mut queue: Vec<u32> = Vec::new();
     for i in 0..tasks.len() as u32 {
+        // With no holder left with room, no search can end anywhere.
+        if room.open == 0 {
+            break;
+        }
         if placed[i as usize] {
             continue;
         }
         let s = subtopology(i);
         queue.clear();
-        for &(_, r) in caught_up(i as usize) {
-            if !is_dead(&dead, r, s) && via[r as usize].is_none() {
-                via[r as usize] = Some((NONE, i));
-                queue.push(r);
+        for &(_, h, k) in caught_up(i as usize) {
+            if !dead[k as usize] && via[h as usize].is_none() {
+                via[h as usize] = Some((NONE, i));
+                queue.push(k);
             }
         }
         let mut head = 0;
         let mut found = None;
         while head < queue.len() {
-            let r = queue[head];
+            let k = queue[head];
             head += 1;
-            if let Some(k) = allowed(&room, r, i) {
-                found = Some((r, k));
+            if allowed(&room, k) {
+                found = Some(k);
                 break;
             }
-            for &j in took[r as usize].iter().filter(|&&j| subtopology(j) == s) {
-                for &(_, q) in caught_up(j as usize) {
-                    if q != r && !is_dead(&dead, q, s) && via[q as usize].is_none() {
-                        via[q as usize] = Some((r, j));
-                        queue.push(q);
+            let h = slots[k as usize].0;
+            let list = took_start[h as usize]..took_start[h as usize] + took_len[h as usize];
+            for &j in took[list].iter().filter(|&&j| subtopology(j) == s) {
+                for &(_, q, kq) in caught_up(j as usize) {
+                    if q != h && !dead[kq as usize] && via[q as usize].is_none() {
+                        via[q as usize] = Some((h, j));
+                        queue.push(kq);
                     }
                 }
             }
         }
         match found {
-            // No member reached can ever take a task of `s` again: room only shrinks.
-            None => {
-                for &r in &queue {
-                    if let Some(k) = slot(r, s) {
-                        dead[k] = true;
-                    }
-                }
-            }
-            Some((mut r, k)) => {
+            // No holder reached can ever take a task of `s` again: room only shrinks.
+            None => queue.iter().for_each(|&k| dead[k as usize] = true),
+            Some(k) => {
                 placed[i as usize] = true;
-                take(&mut room, r, i, k);
-                // Walk back: each member on the path takes the task that leads to it, and the
-                // member before gives that task up (the counts of `s` stay as they were).
-                while let Some((from, j)) = via[r as usize] {
-                    took[r as usize].push(j);
+                take(&mut room, k);
+                // Walk back: each holder on the path takes the task that leads to it, and the
+                // holder before gives that task up (the counts of `s` stay as they were).
+                let mut h = slots[k as usize].0;
+                while let Some((from, j)) = via[h as usize] {
+                    push(&mut took, &mut took_len, h, j);
                     if from == NONE {
                         break;
                     }
-                    let list = &mut took[from as usize];
+                    let (first, len) = (took_start[from as usize], &mut took_len[from as usize]);
+                    let list = &mut took[first..first + *len];
                     let at = list.iter().position(|&x| x == j).expect("on the path");
-                    list.swap_remove(at);
-                    r = from;
+                    list.swap(at, *len - 1);
+                    *len -= 1;
+                    h = from;
                 }
             }
         }
-        queue.iter().for_each(|&r| via[r as usize] = None);
+        queue
+            .iter()
+            .for_each(|&k| via[slots[k as usize].0 as usize] = None);
     }
-    for (r, took) in (0u32..).zip(&took) {
-        for &i in took {
+    for (h, &r) in members.iter().enumerate() {
+        let first = took_start[h];
+        for &i in &took[first..first + took_len[h]] {
             owner[tasks[i as usize] as usize] = r;
         }
     }
-    for &(_, i, _, r) in &pairs[split..] {
-        if !placed[i as usize]
-            && let Some(k) = allowed(&room, r, i)
-        {
+    for &(_, i, k) in &pairs[split..] {
+        if room.open == 0 {
+            break;
+        }
+        if !placed[i as usize] && allowed(&room, k) {
             placed[i as usize] = true;
-            take(&mut room, r, i, k);
-            owner[tasks[i as usize] as usize] = r;
+            take(&mut room, k);
+            owner[tasks[i as usize] as usize] = members[slots[k as usize].0 as usize];
         }
+    }
+    for (&r, &d) in members.iter().zip(&room.deficit) {
+        deficit[r as usize] = d;
     }
 }
 
-/// What limits the warm-state placement: per (holder, subtopology) slot the tasks owned, per
-/// subtopology the surplus beyond the floors, per member the room beyond the floors it lacks
-/// and the room left below target.
-struct Room<'a> {
+/// What limits the warm-state placement: per slot the tasks owned, per subtopology the
+/// surplus beyond the floors, per holder the room beyond the floors it lacks and the room
+/// left below target, and how many holders have room left.
+struct Room {
     count: Vec<u32>,
     surplus: Vec<i64>,
     spare: Vec<i64>,
-    deficit: &'a mut [u32],
+    deficit: Vec<u32>,
+    open: usize,
 }
 
 /// Deals the still unowned tasks of one kind, subtopology by subtopology, round the ring of
@@ -1014,7 +1064,7 @@ fn deal(
     owner: &mut [u32],
     stateful: bool,
     deficit: Vec<u32>,
-    kept: &Kept,
+    below: &BelowTarget,
     placed: &[u32],
 ) {
     // Per ring position, everything the dealing reads and updates for its member, side by
@@ -1055,32 +1105,31 @@ fn deal(
     // deal that it lacks; kept as `deficit + have` (`have`: how much of those floors it
     // already holds), which differs by a sum that is the same for every member. Per seat:
     // the subtopology whose tasks it holds are being counted, and how many so far (stamped
-    // with the subtopology, so no second pass resets it).
+    // with the subtopology, so no second pass resets it): what it kept and what warm state
+    // gave it come separately.
     let mut held = vec![(usize::MAX, 0u32); seats.len()];
-    // The seats owning each dealt subtopology's tasks, in one flat list (the `i`-th's end at
-    // `ends[i]`): counted again just before it is dealt (dealing one subtopology changes no
-    // other's owners) without a second pass over all its owners. A seat is below target, so
-    // it owns what it kept and what warm state gave it: those lists are read instead of
-    // every task's owner.
+    // The seats owning each dealt subtopology's tasks, with how many, in one flat list (the
+    // `i`-th's end at `ends[i]`): counted again just before it is dealt (dealing one
+    // subtopology changes no other's owners) without a second pass over all its owners. A
+    // seat is below target, so it owns what it kept and what warm state gave it: those lists
+    // are read instead of every task's owner.
     let (mut holding, mut ends) = (Vec::new(), Vec::with_capacity(dealt.len()));
     for &s in &dealt {
         let f = floor(s);
         let range = g.subtopology_tasks(s);
         let given = &placed[placed.partition_point(|&t| t < range.start)
             ..placed.partition_point(|&t| t < range.end)];
-        let owners = kept
-            .of(s)
-            .iter()
-            .chain(given.iter().map(|&t| &owner[t as usize]));
-        for &o in owners {
+        let owners =
+            (below.of(s).iter().copied()).chain(given.iter().map(|&t| (owner[t as usize], 1)));
+        for (o, n) in owners {
             if let Some(k) = seat(o) {
                 let h = &mut held[k as usize];
                 if h.0 != s {
                     *h = (s, 0);
                 }
-                h.1 += 1;
-                seats[k as usize].spare += u32::from(h.1 <= f);
-                holding.push(k);
+                seats[k as usize].spare += within(h.1, n, f);
+                h.1 += n;
+                holding.push((k, n));
             }
         }
         ends.push(holding.len());
@@ -1100,12 +1149,10 @@ fn deal(
         let (floor, fair) = (floor(s), (range.len() as u32).div_ceil(m));
         let owners = range.start as usize..range.end as usize;
         let from = if i == 0 { 0 } else { ends[i - 1] };
-        for &k in &holding[from..ends[i]] {
+        for &(k, n) in &holding[from..ends[i]] {
             let seat = &mut seats[k as usize];
-            seat.count += 1;
-            if seat.count <= floor {
-                seat.spare -= 1;
-            }
+            seat.spare -= within(seat.count, n, floor);
+            seat.count += n;
         }
         members_in.fill(0);
         let mut look = at;
@@ -1166,6 +1213,11 @@ fn deal(
             }
         }
     }
+}
+
+/// How many of `n` tasks more than `count` fall within `floor`.
+fn within(count: u32, n: u32, floor: u32) -> u32 {
+    (count + n).min(floor) - count.min(floor)
 }
 
 /// A ring position while dealing: its member, the member's class (`key`), its neighbours
