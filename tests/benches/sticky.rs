@@ -13,7 +13,8 @@
 //!   the whole call: fresh instance, input in, algorithm in wasm, output out, validation.
 //!
 //! Before timing, each input's fuel, peak memory and one-call wall time in the sandbox are
-//! printed to stderr.
+//! printed to stderr. `--features bench-mimalloc` runs it under the `assignor` binary's
+//! allocator.
 //!
 //! The large size (issue 19: 10,000 members on 5,000 processes, 32 subtopologies of 5,000
 //! partitions, 160,000 tasks; `gen.py 10000 5000 32 5000 R 7`) has groups of its own,
@@ -33,6 +34,14 @@ use assignor_sdk::{GroupSpec, Topology};
 use assignor_tests::bench_input::{LARGE, Mode, SIZES, generate};
 use assignor_tests::guests;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+/// With `--features bench-mimalloc`, the allocator of the `assignor` binary, whose `assign`,
+/// `check` and `serve` run these calls; without, the system's, as every figure before issue
+/// 19's eleventh pass was measured (the host's side of a sandboxed call allocates per member
+/// and per string, so the allocator shows in both kinds of rows).
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A group and its topology: one benchmark input.
 type Input = (GroupSpec, Topology);
