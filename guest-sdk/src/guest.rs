@@ -157,9 +157,7 @@ fn fill(members: &mut [Member], tasks: &wit::MemberTasks, set: fn(&mut Member) -
     // One length for the lists (the host sends them so), which lets the compiler drop the
     // bounds checks below.
     let (s, p) = (&s[..m.len()], &p[..m.len()]);
-    let mut start = 0;
-    while let Some(&member) = m.get(start) {
-        let end = run_end(m, start);
+    for (member, start, end) in runs(m) {
         let mut run = Vec::with_capacity(end - start);
         let first = TaskId::new(s[start], p[start]);
         run.push(first);
@@ -176,13 +174,12 @@ fn fill(members: &mut [Member], tasks: &wit::MemberTasks, set: fn(&mut Member) -
                     task
                 }),
         );
-        let set = set(&mut members[member as usize]);
+        let set = set(&mut members[member]);
         if increasing && set.is_empty() {
             *set = TaskSet::from_increasing(run);
         } else {
             set.extend(run);
         }
-        start = end;
     }
 }
 
