@@ -39,20 +39,14 @@ pub(crate) fn assign(g: &Group, acceptable_lag: u64) -> Vec<u32> {
                 }
             }
         };
-        // Four tasks a step, as in `BelowTarget::new`.
-        let tasks = g.prev_owner[range.start as usize..range.end as usize].chunks_exact(4);
-        let rest = tasks.remainder();
         let mut t = range.start;
-        for four in tasks {
-            for &o in four {
+        each_owner(
+            &g.prev_owner[range.start as usize..range.end as usize],
+            |o| {
                 count(t, o);
                 t += 1;
-            }
-        }
-        for &o in rest {
-            count(t, o);
-            t += 1;
-        }
+            },
+        );
     }
     // Which members that held no more than the floor of stateful tasks get the extras moves
     // nothing (they keep all they held either way), so those go first to members that need
@@ -155,7 +149,7 @@ impl BelowTarget {
             let range = g.subtopology_tasks(s);
             let first = owners.len() as u32;
             if held > 0 {
-                let mut count = |o: u32| {
+                let count = |o: u32| {
                     // [`NONE`] is past every member, so has no deficit.
                     if deficit.get(o as usize).is_some_and(|&d| d > 0) {
                         let a = &mut at[o as usize];
@@ -167,14 +161,7 @@ impl BelowTarget {
                         }
                     }
                 };
-                // Four tasks a step: in wasm the loop's own count and test were a third of
-                // this pass (75K fuel per 1000-member churn call).
-                let tasks = owner[range.start as usize..range.end as usize].chunks_exact(4);
-                let rest = tasks.remainder();
-                for four in tasks {
-                    four.iter().for_each(|&o| count(o));
-                }
-                rest.iter().for_each(|&o| count(o));
+                each_owner(&owner[range.start as usize..range.end as usize], count);
             }
             ends.push(owners.len() as u32);
         }
@@ -189,6 +176,23 @@ impl BelowTarget {
     fn of(&self, s: usize) -> &[(u32, u32)] {
         let from = if s == 0 { 0 } else { self.ends[s - 1] as usize };
         &self.owners[from..self.ends[s] as usize]
+    }
+}
+
+/// Calls `f` with each of `owners` in order, four a step: in wasm a loop's own count and test
+/// per task were a third of a pass over the owners (75K fuel per 1000-member churn call in
+/// [`BelowTarget::new`] alone).
+#[inline(always)]
+fn each_owner(owners: &[u32], mut f: impl FnMut(u32)) {
+    let fours = owners.chunks_exact(4);
+    let rest = fours.remainder();
+    for four in fours {
+        for &o in four {
+            f(o);
+        }
+    }
+    for &o in rest {
+        f(o);
     }
 }
 
