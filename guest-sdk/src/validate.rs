@@ -2,6 +2,8 @@
 //! none of them; a broken assignor would otherwise corrupt the group's target assignment. The
 //! runtime applies them to every result, and assignor tests can apply them too.
 
+use std::collections::HashMap;
+
 use crate::{GroupAssignment, GroupSpec, TaskId, Topology};
 
 /// Checks `assignment` against its input; the error says which rule broke and where.
@@ -17,7 +19,10 @@ pub fn validate(
     assignment: &GroupAssignment,
 ) -> Result<(), String> {
     // Each member's process as a small index, so the same-process rule compares integers.
-    let mut processes = std::collections::HashMap::with_capacity(group.members.len());
+    // Foldhash rather than std's SipHash: hashing the ids was 2.6 % of a native 1000-member
+    // sticky call (its validation included).
+    let mut processes: HashMap<&str, u32, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(group.members.len(), Default::default());
     let process: Vec<u32> = group
         .members
         .iter()
