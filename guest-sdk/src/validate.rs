@@ -19,8 +19,9 @@ pub fn validate(
     assignment: &GroupAssignment,
 ) -> Result<(), String> {
     // Each member's process as a small index, so the same-process rule compares integers.
-    // Foldhash rather than std's SipHash: hashing the ids was 2.6 % of a native 1000-member
-    // sticky call (its validation included).
+    // Foldhash rather than std's SipHash: interning the ids (SipHash and the map's probes) was
+    // 2.6 % of a native 1000-member sticky call's time, validation included, and foldhash took
+    // 2.1 % of its instructions off.
     let mut processes: HashMap<&str, u32, foldhash::fast::RandomState> =
         HashMap::with_capacity_and_hasher(group.members.len(), Default::default());
     let process: Vec<u32> = group
